@@ -1,0 +1,651 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Device core: module parameters, probe and feature negotiation, queue
+ * limits, disk naming, sysfs attributes, capacity changes, remove and PM.
+ * The I/O paths live in virtio_blk_rq.c (blk-mq) and, later, the bio path.
+ */
+#include <linux/hdreg.h>
+#include <linux/idr.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/virtio_config.h>
+#include <linux/virtio_ring.h>
+
+#include "vbblk.h"
+#include "include/vbblk_compat.h"
+
+#ifndef VBBLK_VERSION
+#define VBBLK_VERSION "unknown"
+#endif
+
+/* ---- Module parameters: each setter rejects bad values at load time. ---- */
+
+enum vbblk_mode vbblk_mode = VBBLK_MODE_REQUEST;
+unsigned int vbblk_num_queues = 64;
+unsigned int vbblk_queue_depth = 256;
+
+static const char * const vbblk_mode_names[] = {
+	[VBBLK_MODE_BIO]	= "bio",
+	[VBBLK_MODE_REQUEST]	= "request",
+};
+
+static int vbblk_mode_set(const char *val, const struct kernel_param *kp)
+{
+	int i = sysfs_match_string(vbblk_mode_names, val);
+
+	if (i < 0) {
+		pr_err("mode=%s is not valid: use mode=bio or mode=request\n",
+		       val);
+		return -EINVAL;
+	}
+	if (i == VBBLK_MODE_BIO) {
+		pr_err("mode=bio is not available in this build yet: use mode=request\n");
+		return -EINVAL;
+	}
+	vbblk_mode = i;
+	return 0;
+}
+
+static int vbblk_mode_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%s\n", vbblk_mode_names[vbblk_mode]);
+}
+
+static const struct kernel_param_ops vbblk_mode_ops = {
+	.set = vbblk_mode_set,
+	.get = vbblk_mode_get,
+};
+module_param_cb(mode, &vbblk_mode_ops, NULL, 0444);
+MODULE_PARM_DESC(mode, "I/O path: request (blk-mq) (default: request)");
+
+static int vbblk_uint_range_set(const char *val, const struct kernel_param *kp,
+				unsigned int max)
+{
+	unsigned int v;
+
+	if (kstrtouint(val, 0, &v) || v < 1 || v > max) {
+		pr_err("%s=%s is not valid: use 1..%u\n", kp->name, val, max);
+		return -EINVAL;
+	}
+	*(unsigned int *)kp->arg = v;
+	return 0;
+}
+
+static int vbblk_num_queues_set(const char *val, const struct kernel_param *kp)
+{
+	return vbblk_uint_range_set(val, kp, VBBLK_MAX_QUEUES);
+}
+
+static int vbblk_queue_depth_set(const char *val, const struct kernel_param *kp)
+{
+	return vbblk_uint_range_set(val, kp, VBBLK_MAX_DEPTH);
+}
+
+static const struct kernel_param_ops vbblk_num_queues_ops = {
+	.set = vbblk_num_queues_set,
+	.get = param_get_uint,
+};
+module_param_cb(num_queues, &vbblk_num_queues_ops, &vbblk_num_queues, 0444);
+MODULE_PARM_DESC(num_queues,
+		 "Most virtqueues per disk, 1..256; the device and the CPU count may allow fewer (default: 64)");
+
+static const struct kernel_param_ops vbblk_queue_depth_ops = {
+	.set = vbblk_queue_depth_set,
+	.get = param_get_uint,
+};
+module_param_cb(queue_depth, &vbblk_queue_depth_ops, &vbblk_queue_depth, 0444);
+MODULE_PARM_DESC(queue_depth,
+		 "Requests in flight per queue, 1..1024, capped by the ring size (default: 256)");
+
+/* ---- Disk naming ---- */
+
+static int vbblk_major;
+static DEFINE_IDA(vbblk_index_ida);
+
+/* vda..vdz, vdaa..vdzz, vdaaa...: the names users know from virtio_blk. */
+static int vbblk_format_name(char *buf, size_t len, unsigned int index)
+{
+	char tmp[8];
+	int n = 0;
+
+	do {
+		if (n == sizeof(tmp))
+			return -EINVAL;
+		tmp[n++] = 'a' + index % 26;
+		index = index / 26;
+	} while (index-- > 0);
+
+	if (len < 2 + n + 1)
+		return -EINVAL;
+	buf[0] = 'v';
+	buf[1] = 'd';
+	for (len = 2; n > 0; len++)
+		buf[len] = tmp[--n];
+	buf[len] = '\0';
+	return 0;
+}
+
+/*
+ * Take the lowest index whose name no block device uses yet, so a disk
+ * bound to us beside the stock virtio_blk gets the next free vdX name.
+ */
+static int vbblk_assign_name(struct gendisk *disk)
+{
+	unsigned int max = (1U << (MINORBITS - VBBLK_PART_BITS)) - 1;
+	unsigned int min = 0;
+	int index, err;
+
+	for (;;) {
+		index = ida_alloc_range(&vbblk_index_ida, min, max, GFP_KERNEL);
+		if (index < 0)
+			return index;
+		err = vbblk_format_name(disk->disk_name, DISK_NAME_LEN, index);
+		if (err) {
+			ida_free(&vbblk_index_ida, index);
+			return err;
+		}
+		if (!vbblk_disk_name_taken(disk, disk->disk_name))
+			return index;
+		ida_free(&vbblk_index_ida, index);
+		min = index + 1;
+	}
+}
+
+/* ---- sysfs attributes of the disk ---- */
+
+static ssize_t serial_show(struct device *dev, struct device_attribute *attr,
+			   char *buf)
+{
+	struct gendisk *disk = dev_to_disk(dev);
+	char *id;
+	int err;
+
+	/* Kernel memory the request can map; sysfs buf is fine but page-sized. */
+	id = kzalloc(VIRTIO_BLK_ID_BYTES + 1, GFP_KERNEL);
+	if (!id)
+		return -ENOMEM;
+	err = vbblk_rq_get_id(disk->private_data, id);
+	if (!err)
+		err = sysfs_emit(buf, "%s\n", id);
+	else if (err == -EIO)
+		err = -ENOTTY;	/* no serial: as upstream, not an I/O error */
+	kfree(id);
+	return err;
+}
+static DEVICE_ATTR_RO(serial);
+
+static const char * const vbblk_cache_types[] = {
+	"write through", "write back"
+};
+
+static bool vbblk_writeback(struct virtio_device *vdev)
+{
+	u8 wce;
+
+	if (virtio_has_feature(vdev, VIRTIO_BLK_F_CONFIG_WCE)) {
+		virtio_cread(vdev, struct virtio_blk_config, wce, &wce);
+		return wce;
+	}
+	return virtio_has_feature(vdev, VIRTIO_BLK_F_FLUSH);
+}
+
+static ssize_t cache_type_store(struct device *dev,
+				struct device_attribute *attr,
+				const char *buf, size_t count)
+{
+	struct gendisk *disk = dev_to_disk(dev);
+	struct vbblk *vblk = disk->private_data;
+	int i;
+
+	i = sysfs_match_string(vbblk_cache_types, buf);
+	if (i < 0)
+		return i;
+
+	mutex_lock(&vblk->vdev_mutex);
+	if (!vblk->vdev) {
+		mutex_unlock(&vblk->vdev_mutex);
+		return -ENODEV;
+	}
+	virtio_cwrite8(vblk->vdev, offsetof(struct virtio_blk_config, wce), i);
+	/* Report what the device accepted, not what we asked for. */
+	blk_queue_write_cache(disk->queue, vbblk_writeback(vblk->vdev), false);
+	mutex_unlock(&vblk->vdev_mutex);
+	return count;
+}
+
+static ssize_t cache_type_show(struct device *dev,
+			       struct device_attribute *attr, char *buf)
+{
+	struct gendisk *disk = dev_to_disk(dev);
+	struct vbblk *vblk = disk->private_data;
+	bool wb;
+
+	mutex_lock(&vblk->vdev_mutex);
+	wb = vblk->vdev && vbblk_writeback(vblk->vdev);
+	mutex_unlock(&vblk->vdev_mutex);
+	return sysfs_emit(buf, "%s\n", vbblk_cache_types[wb]);
+}
+static DEVICE_ATTR_RW(cache_type);
+
+static umode_t vbblk_attrs_visible(struct kobject *kobj, struct attribute *a,
+				   int n)
+{
+	struct gendisk *disk = dev_to_disk(kobj_to_dev(kobj));
+	struct vbblk *vblk = disk->private_data;
+
+	/* cache_type is writable only when the device lets us switch it. */
+	if (a == &dev_attr_cache_type.attr &&
+	    !virtio_has_feature(vblk->vdev, VIRTIO_BLK_F_CONFIG_WCE))
+		return 0444;
+	return a->mode;
+}
+
+static struct attribute *vbblk_attrs[] = {
+	&dev_attr_serial.attr,
+	&dev_attr_cache_type.attr,
+	NULL,
+};
+
+static const struct attribute_group vbblk_attr_group = {
+	.attrs = vbblk_attrs,
+	.is_visible = vbblk_attrs_visible,
+};
+
+static const struct attribute_group *vbblk_attr_groups[] = {
+	&vbblk_attr_group,
+	NULL,
+};
+
+/* ---- block_device_operations ---- */
+
+static int vbblk_getgeo(struct block_device *bdev, struct hd_geometry *geo)
+{
+	struct vbblk *vblk = bdev->bd_disk->private_data;
+	int err = 0;
+
+	mutex_lock(&vblk->vdev_mutex);
+	if (!vblk->vdev) {
+		err = -ENXIO;
+	} else if (virtio_has_feature(vblk->vdev, VIRTIO_BLK_F_GEOMETRY)) {
+		virtio_cread(vblk->vdev, struct virtio_blk_config,
+			     geometry.cylinders, &geo->cylinders);
+		virtio_cread(vblk->vdev, struct virtio_blk_config,
+			     geometry.heads, &geo->heads);
+		virtio_cread(vblk->vdev, struct virtio_blk_config,
+			     geometry.sectors, &geo->sectors);
+	} else {
+		/* The customary fake: 64 heads, 32 sectors per track. */
+		geo->heads = 1 << 6;
+		geo->sectors = 1 << 5;
+		geo->cylinders = get_capacity(bdev->bd_disk) >> 11;
+	}
+	mutex_unlock(&vblk->vdev_mutex);
+	return err;
+}
+
+/* Runs when the last reference to the disk goes, possibly after remove. */
+static void vbblk_free_disk(struct gendisk *disk)
+{
+	struct vbblk *vblk = disk->private_data;
+
+	ida_free(&vbblk_index_ida, vblk->index);
+	mutex_destroy(&vblk->vdev_mutex);
+	kfree(vblk);
+}
+
+static const struct block_device_operations vbblk_fops = {
+	.owner		= THIS_MODULE,
+	.getgeo		= vbblk_getgeo,
+	.free_disk	= vbblk_free_disk,
+};
+
+/* ---- Capacity ---- */
+
+static void vbblk_update_capacity(struct vbblk *vblk, bool resize)
+{
+	struct virtio_device *vdev = vblk->vdev;
+	u64 capacity;
+
+	/* The config field counts 512-byte sectors whatever the block size. */
+	virtio_cread(vdev, struct virtio_blk_config, capacity, &capacity);
+
+	dev_notice(&vdev->dev, "[%s] %s%llu 512-byte logical blocks (%llu MiB)\n",
+		   vblk->disk->disk_name, resize ? "new size: " : "",
+		   capacity, capacity >> 11);
+	set_capacity_and_notify(vblk->disk, capacity);
+}
+
+static void vbblk_config_work(struct work_struct *work)
+{
+	struct vbblk *vblk = container_of(work, struct vbblk, config_work);
+
+	vbblk_update_capacity(vblk, true);
+}
+
+static void vbblk_config_changed(struct virtio_device *vdev)
+{
+	struct vbblk *vblk = vdev->priv;
+
+	queue_work(system_freezable_wq, &vblk->config_work);
+}
+
+/* ---- Probe: negotiate features top-down, each next to its limit. ---- */
+
+static unsigned int vbblk_wanted_vqs(struct virtio_device *vdev)
+{
+	u16 n = 1;
+
+	if (virtio_has_feature(vdev, VIRTIO_BLK_F_MQ))
+		virtio_cread(vdev, struct virtio_blk_config, num_queues, &n);
+	if (!n)
+		n = 1;
+	return min3((unsigned int)n, vbblk_num_queues, nr_cpu_ids);
+}
+
+static int vbblk_set_limits(struct vbblk *vblk)
+{
+	struct virtio_device *vdev = vblk->vdev;
+	struct request_queue *q = vblk->disk->queue;
+	u32 v, sg_elems = 1, size_max;
+	u32 lbs = SECTOR_SIZE;
+	u8 exp, align;
+	u16 min_io;
+	int err;
+
+	/* Segments: seg_max, and never more descriptors than the ring has. */
+	err = virtio_cread_feature(vdev, VIRTIO_BLK_F_SEG_MAX,
+				   struct virtio_blk_config, seg_max, &sg_elems);
+	if (err || !sg_elems)
+		sg_elems = 1;
+	if (!virtio_has_feature(vdev, VIRTIO_RING_F_INDIRECT_DESC))
+		sg_elems = min(sg_elems,
+			       virtqueue_get_vring_size(vblk->vqs[0].vq) - 2);
+	sg_elems = min_t(u32, sg_elems, USHRT_MAX);
+	vblk->sg_elems = sg_elems;
+	blk_queue_max_segments(q, sg_elems);
+
+	size_max = virtio_max_dma_size(vdev);
+	if (!virtio_cread_feature(vdev, VIRTIO_BLK_F_SIZE_MAX,
+				  struct virtio_blk_config, size_max, &v) && v)
+		size_max = min(size_max, v);
+	blk_queue_max_segment_size(q, size_max);
+	blk_queue_max_hw_sectors(q, UINT_MAX);
+
+	if (!virtio_cread_feature(vdev, VIRTIO_BLK_F_BLK_SIZE,
+				  struct virtio_blk_config, blk_size, &lbs)) {
+		if (blk_validate_block_size(lbs)) {
+			dev_err(&vdev->dev, "unsupported block size %u\n", lbs);
+			return -EINVAL;
+		}
+	}
+	blk_queue_logical_block_size(q, lbs);
+	blk_queue_physical_block_size(q, lbs);
+
+	if (virtio_has_feature(vdev, VIRTIO_BLK_F_TOPOLOGY)) {
+		virtio_cread(vdev, struct virtio_blk_config,
+			     physical_block_exp, &exp);
+		if (exp < 16)
+			blk_queue_physical_block_size(q, lbs << exp);
+		virtio_cread(vdev, struct virtio_blk_config,
+			     alignment_offset, &align);
+		if (align)
+			blk_queue_alignment_offset(q, lbs * align);
+		virtio_cread(vdev, struct virtio_blk_config, min_io_size,
+			     &min_io);
+		if (min_io)
+			blk_queue_io_min(q, lbs * min_io);
+		virtio_cread(vdev, struct virtio_blk_config, opt_io_size, &v);
+		if (v)
+			blk_queue_io_opt(q, lbs * v);
+	}
+
+	blk_queue_write_cache(q, vbblk_writeback(vdev), false);
+
+	if (virtio_has_feature(vdev, VIRTIO_BLK_F_DISCARD)) {
+		virtio_cread(vdev, struct virtio_blk_config,
+			     max_discard_sectors, &v);
+		blk_queue_max_discard_sectors(q, v ? v : UINT_MAX);
+		virtio_cread(vdev, struct virtio_blk_config,
+			     discard_sector_alignment, &v);
+		q->limits.discard_granularity = v ? v << SECTOR_SHIFT : lbs;
+		virtio_cread(vdev, struct virtio_blk_config,
+			     max_discard_seg, &v);
+		blk_queue_max_discard_segments(q,
+			clamp_t(u32, v, 1, VBBLK_MAX_RANGES));
+	}
+
+	if (virtio_has_feature(vdev, VIRTIO_BLK_F_WRITE_ZEROES)) {
+		virtio_cread(vdev, struct virtio_blk_config,
+			     max_write_zeroes_sectors, &v);
+		blk_queue_max_write_zeroes_sectors(q, v ? v : UINT_MAX);
+		virtio_cread(vdev, struct virtio_blk_config,
+			     write_zeroes_may_unmap, &align);
+		vblk->wz_may_unmap = align;
+	}
+
+	if (virtio_has_feature(vdev, VIRTIO_BLK_F_SECURE_ERASE)) {
+		virtio_cread(vdev, struct virtio_blk_config,
+			     max_secure_erase_sectors, &v);
+		if (!v) {
+			dev_err(&vdev->dev, "secure erase offered with max_secure_erase_sectors 0\n");
+			return -EINVAL;
+		}
+		blk_queue_max_secure_erase_sectors(q, v);
+		virtio_cread(vdev, struct virtio_blk_config,
+			     max_secure_erase_seg, &v);
+		/* Discard and secure erase share one segment limit in 6.1. */
+		v = clamp_t(u32, v, 1, VBBLK_MAX_RANGES);
+		if (virtio_has_feature(vdev, VIRTIO_BLK_F_DISCARD))
+			v = min(v, queue_max_discard_segments(q));
+		blk_queue_max_discard_segments(q, v);
+		virtio_cread(vdev, struct virtio_blk_config,
+			     secure_erase_sector_alignment, &v);
+		if (v)
+			q->limits.discard_granularity =
+				max(q->limits.discard_granularity,
+				    v << SECTOR_SHIFT);
+	}
+
+	blk_queue_flag_set(QUEUE_FLAG_VIRT, q);
+	return 0;
+}
+
+static int vbblk_probe(struct virtio_device *vdev)
+{
+	struct vbblk *vblk;
+	int err;
+
+	if (!vdev->config->get) {
+		dev_err(&vdev->dev, "config access disabled\n");
+		return -EINVAL;
+	}
+
+	vblk = kzalloc(sizeof(*vblk), GFP_KERNEL);
+	if (!vblk)
+		return -ENOMEM;
+	vdev->priv = vblk;
+	vblk->vdev = vdev;
+	mutex_init(&vblk->vdev_mutex);
+	INIT_WORK(&vblk->config_work, vbblk_config_work);
+
+	err = vbblk_init_vqs(vblk, vbblk_wanted_vqs(vdev));
+	if (err)
+		goto out_free;
+
+	err = vbblk_rq_init_tag_set(vblk);
+	if (err)
+		goto out_del_vqs;
+
+	vblk->disk = vbblk_alloc_disk(&vblk->tag_set, vblk);
+	if (IS_ERR(vblk->disk)) {
+		err = PTR_ERR(vblk->disk);
+		goto out_free_tags;
+	}
+	vblk->rq_queue = vblk->disk->queue;
+
+	err = vbblk_assign_name(vblk->disk);
+	if (err < 0)
+		goto out_put_disk;
+	vblk->index = err;
+
+	vblk->disk->major = vbblk_major;
+	vblk->disk->first_minor = vblk->index << VBBLK_PART_BITS;
+	vblk->disk->minors = 1 << VBBLK_PART_BITS;
+	vblk->disk->private_data = vblk;
+	vblk->disk->fops = &vbblk_fops;
+
+	err = vbblk_set_limits(vblk);
+	if (err)
+		goto out_free_index;
+
+	vblk->read_only = virtio_has_feature(vdev, VIRTIO_BLK_F_RO);
+	if (vblk->read_only)
+		set_disk_ro(vblk->disk, true);
+
+	virtio_device_ready(vdev);
+
+	vbblk_update_capacity(vblk, false);
+	err = device_add_disk(&vdev->dev, vblk->disk, vbblk_attr_groups);
+	if (err)
+		goto out_reset;
+
+	dev_info(&vdev->dev, "%s: %s mode, %u queue%s, depth %u, %u segments\n",
+		 vblk->disk->disk_name, vbblk_mode_names[vbblk_mode],
+		 vblk->num_vqs, vblk->num_vqs > 1 ? "s" : "",
+		 vblk->tag_set.queue_depth, vblk->sg_elems);
+	return 0;
+
+out_reset:
+	virtio_reset_device(vdev);
+out_free_index:
+	/* The disk was never added, so put_disk() won't call free_disk. */
+	ida_free(&vbblk_index_ida, vblk->index);
+out_put_disk:
+	put_disk(vblk->disk);
+out_free_tags:
+	blk_mq_free_tag_set(&vblk->tag_set);
+out_del_vqs:
+	vbblk_del_vqs(vblk);
+	kfree(vblk->vqs);
+out_free:
+	mutex_destroy(&vblk->vdev_mutex);
+	kfree(vblk);
+	vdev->priv = NULL;
+	return err;
+}
+
+static void vbblk_remove(struct virtio_device *vdev)
+{
+	struct vbblk *vblk = vdev->priv;
+
+	/* The virtio core disabled config callbacks before calling us. */
+	flush_work(&vblk->config_work);
+
+	/* Waits for every request in flight; the device still answers. */
+	del_gendisk(vblk->disk);
+	blk_mq_free_tag_set(&vblk->tag_set);
+
+	mutex_lock(&vblk->vdev_mutex);
+	virtio_reset_device(vdev);
+	vbblk_del_vqs(vblk);
+	kfree(vblk->vqs);
+	vblk->vqs = NULL;
+	vblk->vdev = NULL;
+	mutex_unlock(&vblk->vdev_mutex);
+
+	/* Last reference may be an opener's: vbblk_free_disk() frees vblk. */
+	put_disk(vblk->disk);
+}
+
+#ifdef CONFIG_PM_SLEEP
+static int vbblk_freeze(struct virtio_device *vdev)
+{
+	struct vbblk *vblk = vdev->priv;
+
+	/* Drain and block new I/O before the rings go away. */
+	blk_mq_freeze_queue(vblk->rq_queue);
+	virtio_reset_device(vdev);
+	flush_work(&vblk->config_work);
+	vbblk_del_vqs(vblk);
+	return 0;
+}
+
+static int vbblk_restore(struct virtio_device *vdev)
+{
+	struct vbblk *vblk = vdev->priv;
+	int err;
+
+	err = vbblk_init_vqs(vblk, vblk->num_vqs);
+	if (err)
+		return err;
+	virtio_device_ready(vdev);
+	blk_mq_unfreeze_queue(vblk->rq_queue);
+	return 0;
+}
+#endif
+
+static const struct virtio_device_id vbblk_id_table[] = {
+	{ VIRTIO_ID_BLOCK, VIRTIO_DEV_ANY_ID },
+	{ 0 },
+};
+
+static unsigned int vbblk_features[] = {
+	VIRTIO_BLK_F_SEG_MAX, VIRTIO_BLK_F_SIZE_MAX, VIRTIO_BLK_F_GEOMETRY,
+	VIRTIO_BLK_F_RO, VIRTIO_BLK_F_BLK_SIZE, VIRTIO_BLK_F_FLUSH,
+	VIRTIO_BLK_F_TOPOLOGY, VIRTIO_BLK_F_CONFIG_WCE, VIRTIO_BLK_F_MQ,
+	VIRTIO_BLK_F_DISCARD, VIRTIO_BLK_F_WRITE_ZEROES,
+	VIRTIO_BLK_F_SECURE_ERASE,
+};
+
+static struct virtio_driver vbblk_driver = {
+	.driver.name		= VBBLK_NAME,
+	.driver.owner		= THIS_MODULE,
+	.feature_table		= vbblk_features,
+	.feature_table_size	= ARRAY_SIZE(vbblk_features),
+	.feature_table_legacy	= vbblk_features,
+	.feature_table_size_legacy = ARRAY_SIZE(vbblk_features),
+	.id_table		= vbblk_id_table,
+	.probe			= vbblk_probe,
+	.remove			= vbblk_remove,
+	.config_changed		= vbblk_config_changed,
+#ifdef CONFIG_PM_SLEEP
+	.freeze			= vbblk_freeze,
+	.restore		= vbblk_restore,
+#endif
+};
+
+static int __init vbblk_init(void)
+{
+	int err;
+
+	vbblk_major = register_blkdev(0, VBBLK_NAME);
+	if (vbblk_major < 0)
+		return vbblk_major;
+
+	err = register_virtio_driver(&vbblk_driver);
+	if (err) {
+		unregister_blkdev(vbblk_major, VBBLK_NAME);
+		return err;
+	}
+	return 0;
+}
+
+static void __exit vbblk_exit(void)
+{
+	unregister_virtio_driver(&vbblk_driver);
+	unregister_blkdev(vbblk_major, VBBLK_NAME);
+	ida_destroy(&vbblk_index_ida);
+}
+
+module_init(vbblk_init);
+module_exit(vbblk_exit);
+
+/*
+ * No MODULE_DEVICE_TABLE on purpose: udev would then load us for every
+ * virtio disk and race the stock virtio_blk for the root disk. vbblk is
+ * loaded explicitly and takes the disks no other driver holds.
+ */
+MODULE_DESCRIPTION("Virtio block driver with bio and request I/O paths");
+MODULE_AUTHOR("vbblk developers");
+MODULE_LICENSE("GPL");
+MODULE_VERSION(VBBLK_VERSION);

@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The request path: a blk-mq queue whose hardware contexts map one to one
+ * onto virtqueues. It serves the disk in request mode and carries
+ * passthrough commands (GET_ID) in every mode.
+ */
+#include <linux/blk-mq-virtio.h>
+#include <linux/slab.h>
+
+#include "vbblk.h"
+
+static inline struct vbblk_vq *vbblk_hctx_vq(struct blk_mq_hw_ctx *hctx)
+{
+	struct vbblk *vblk = hctx->queue->queuedata;
+
+	return &vblk->vqs[hctx->queue_num];
+}
+
+/*
+ * Discard, write-zeroes and secure erase carry their ranges as a data
+ * payload, one range per merged bio. The payload rides in the request's
+ * special_vec, so blk_rq_map_sg() maps it like any data segment.
+ */
+static blk_status_t vbblk_rq_setup_ranges(struct vbblk *vblk,
+					  struct request *req, bool unmap)
+{
+	struct virtio_blk_discard_write_zeroes *range;
+	unsigned short n = blk_rq_nr_discard_segments(req);
+	u32 flags = unmap ? VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP : 0;
+	unsigned short i = 0;
+	struct bio *bio;
+
+	range = kmalloc_array(n, sizeof(*range), GFP_ATOMIC);
+	if (!range)
+		return BLK_STS_RESOURCE;
+
+	/*
+	 * A single range may be the request itself (write-zeroes, or a
+	 * discard built from one bio that was never merged).
+	 */
+	if (n == 1) {
+		range->sector = cpu_to_le64(blk_rq_pos(req));
+		range->num_sectors = cpu_to_le32(blk_rq_sectors(req));
+		range->flags = cpu_to_le32(flags);
+	} else {
+		__rq_for_each_bio(bio, req) {
+			if (WARN_ON_ONCE(i == n))
+				break;
+			range[i].sector = cpu_to_le64(bio->bi_iter.bi_sector);
+			range[i].num_sectors = cpu_to_le32(bio_sectors(bio));
+			range[i].flags = cpu_to_le32(flags);
+			i++;
+		}
+	}
+
+	bvec_set_page(&req->special_vec, virt_to_page(range),
+		      sizeof(*range) * n, offset_in_page(range));
+	req->rq_flags |= RQF_SPECIAL_PAYLOAD;
+	return BLK_STS_OK;
+}
+
+static void vbblk_rq_free_ranges(struct request *req)
+{
+	if (req->rq_flags & RQF_SPECIAL_PAYLOAD) {
+		kfree(bvec_virt(&req->special_vec));
+		req->rq_flags &= ~RQF_SPECIAL_PAYLOAD;
+	}
+}
+
+static void vbblk_rq_unmap(struct request *req, struct vbblk_cmd *cmd)
+{
+	if (blk_rq_nr_phys_segments(req))
+		sg_free_table_chained(&cmd->sg_table, VBBLK_INLINE_SG);
+	vbblk_rq_free_ranges(req);
+}
+
+/* Build the header and scatterlist; *nents gets the data sg entry count. */
+static blk_status_t vbblk_rq_setup(struct vbblk *vblk, struct request *req,
+				   struct vbblk_cmd *cmd, int *nents)
+{
+	sector_t sector = blk_rq_pos(req);
+	bool unmap = false;
+	blk_status_t st;
+	u32 type;
+
+	if (unlikely(vblk->read_only && op_is_write(req_op(req))))
+		return BLK_STS_IOERR;
+
+	switch (req_op(req)) {
+	case REQ_OP_READ:
+		type = VIRTIO_BLK_T_IN;
+		break;
+	case REQ_OP_WRITE:
+		type = VIRTIO_BLK_T_OUT;
+		break;
+	case REQ_OP_FLUSH:
+		type = VIRTIO_BLK_T_FLUSH;
+		sector = 0;
+		break;
+	case REQ_OP_DISCARD:
+		type = VIRTIO_BLK_T_DISCARD;
+		break;
+	case REQ_OP_WRITE_ZEROES:
+		type = VIRTIO_BLK_T_WRITE_ZEROES;
+		unmap = vblk->wz_may_unmap && !(req->cmd_flags & REQ_NOUNMAP);
+		break;
+	case REQ_OP_SECURE_ERASE:
+		type = VIRTIO_BLK_T_SECURE_ERASE;
+		break;
+	case REQ_OP_DRV_IN:
+		type = VIRTIO_BLK_T_GET_ID;
+		sector = 0;
+		break;
+	default:
+		return BLK_STS_NOTSUPP;
+	}
+
+	vbblk_iohdr_init(vblk, &cmd->hdr, type, sector);
+
+	if (type == VIRTIO_BLK_T_DISCARD || type == VIRTIO_BLK_T_WRITE_ZEROES ||
+	    type == VIRTIO_BLK_T_SECURE_ERASE) {
+		st = vbblk_rq_setup_ranges(vblk, req, unmap);
+		if (st)
+			return st;
+	}
+
+	*nents = 0;
+	if (!blk_rq_nr_phys_segments(req))
+		return BLK_STS_OK;
+
+	cmd->sg_table.sgl = cmd->sg;
+	if (sg_alloc_table_chained(&cmd->sg_table, blk_rq_nr_phys_segments(req),
+				   cmd->sg_table.sgl, VBBLK_INLINE_SG)) {
+		vbblk_rq_free_ranges(req);
+		return BLK_STS_RESOURCE;
+	}
+	*nents = blk_rq_map_sg(req->q, req, cmd->sg_table.sgl);
+	return BLK_STS_OK;
+}
+
+static blk_status_t vbblk_queue_rq(struct blk_mq_hw_ctx *hctx,
+				   const struct blk_mq_queue_data *bd)
+{
+	struct vbblk *vblk = hctx->queue->queuedata;
+	struct vbblk_vq *vq = vbblk_hctx_vq(hctx);
+	struct request *req = bd->rq;
+	struct vbblk_cmd *cmd = blk_mq_rq_to_pdu(req);
+	unsigned long flags;
+	bool notify;
+	blk_status_t st;
+	int nents, err;
+
+	st = vbblk_rq_setup(vblk, req, cmd, &nents);
+	if (unlikely(st))
+		return st;
+
+	blk_mq_start_request(req);
+
+	spin_lock_irqsave(&vq->lock, flags);
+	err = vbblk_vq_add(vq, &cmd->hdr, nents ? cmd->sg_table.sgl : NULL,
+			   op_is_write(req_op(req)));
+	if (unlikely(err)) {
+		/*
+		 * Ring full: earlier requests of this dispatch may not have
+		 * been notified yet, so kick now. Stopping the queue under the
+		 * lock pairs with the restart after reaping in
+		 * vbblk_rq_vq_done(): a full ring always has a completion
+		 * coming that restarts it.
+		 */
+		notify = vbblk_vq_kick_prepare(vq);
+		if (err == -ENOSPC)
+			blk_mq_stop_hw_queue(hctx);
+		spin_unlock_irqrestore(&vq->lock, flags);
+		if (notify)
+			vbblk_vq_notify(vq);
+		vbblk_rq_unmap(req, cmd);
+		if (err == -ENOSPC)
+			return BLK_STS_DEV_RESOURCE;
+		if (err == -ENOMEM)
+			return BLK_STS_RESOURCE;
+		return BLK_STS_IOERR;
+	}
+	notify = bd->last && vbblk_vq_kick_prepare(vq);
+	spin_unlock_irqrestore(&vq->lock, flags);
+
+	if (notify)
+		vbblk_vq_notify(vq);
+	return BLK_STS_OK;
+}
+
+/* blk-mq ends a dispatch early (error or budget): send what is queued. */
+static void vbblk_commit_rqs(struct blk_mq_hw_ctx *hctx)
+{
+	struct vbblk_vq *vq = vbblk_hctx_vq(hctx);
+	unsigned long flags;
+	bool notify;
+
+	spin_lock_irqsave(&vq->lock, flags);
+	notify = vbblk_vq_kick_prepare(vq);
+	spin_unlock_irqrestore(&vq->lock, flags);
+	if (notify)
+		vbblk_vq_notify(vq);
+}
+
+static void vbblk_rq_complete(struct request *req)
+{
+	struct vbblk_cmd *cmd = blk_mq_rq_to_pdu(req);
+
+	vbblk_rq_unmap(req, cmd);
+	blk_mq_end_request(req, vbblk_status(&cmd->hdr));
+}
+
+/* Called from the virtqueue interrupt with commands already off the ring. */
+void vbblk_rq_vq_done(struct vbblk *vblk, struct vbblk_iohdr *done)
+{
+	struct vbblk_iohdr *next;
+
+	for (; done; done = next) {
+		struct vbblk_cmd *cmd = container_of(done, struct vbblk_cmd, hdr);
+		struct request *req = blk_mq_rq_from_pdu(cmd);
+
+		/* The request may be reused once completed: read the link. */
+		next = done->done_next;
+		if (likely(!blk_should_fake_timeout(req->q)))
+			blk_mq_complete_request(req);
+	}
+	/* Room on the ring again for a queue stopped by -ENOSPC. */
+	blk_mq_start_stopped_hw_queues(vblk->rq_queue, true);
+}
+
+static void vbblk_map_queues(struct blk_mq_tag_set *set)
+{
+	struct vbblk *vblk = set->driver_data;
+
+	blk_mq_virtio_map_queues(&set->map[HCTX_TYPE_DEFAULT], vblk->vdev, 0);
+}
+
+static const struct blk_mq_ops vbblk_mq_ops = {
+	.queue_rq	= vbblk_queue_rq,
+	.commit_rqs	= vbblk_commit_rqs,
+	.complete	= vbblk_rq_complete,
+	.map_queues	= vbblk_map_queues,
+};
+
+int vbblk_rq_init_tag_set(struct vbblk *vblk)
+{
+	struct blk_mq_tag_set *set = &vblk->tag_set;
+	unsigned int ring = virtqueue_get_vring_size(vblk->vqs[0].vq);
+
+	memset(set, 0, sizeof(*set));
+	set->ops = &vbblk_mq_ops;
+	set->nr_hw_queues = vblk->num_vqs;
+	set->queue_depth = min(vbblk_queue_depth, ring);
+	set->numa_node = NUMA_NO_NODE;
+	set->flags = BLK_MQ_F_SHOULD_MERGE;
+	set->cmd_size = sizeof(struct vbblk_cmd) +
+			sizeof(struct scatterlist) * VBBLK_INLINE_SG;
+	set->driver_data = vblk;
+	return blk_mq_alloc_tag_set(set);
+}
+
+/* GET_ID: the device writes up to VIRTIO_BLK_ID_BYTES, not NUL-terminated. */
+int vbblk_rq_get_id(struct vbblk *vblk, char *buf)
+{
+	struct request *req;
+	int err;
+
+	req = blk_mq_alloc_request(vblk->rq_queue, REQ_OP_DRV_IN, 0);
+	if (IS_ERR(req))
+		return PTR_ERR(req);
+
+	err = blk_rq_map_kern(vblk->rq_queue, req, buf, VIRTIO_BLK_ID_BYTES,
+			      GFP_KERNEL);
+	if (!err)
+		err = blk_status_to_errno(blk_execute_rq(req, false));
+	blk_mq_free_request(req);
+	return err;
+}

@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The ring layer both I/O paths share.
+ *
+ * Submission is split in two: buffers are added and the kick is prepared
+ * under the virtqueue lock; the notify (a VM exit on real hardware) is sent
+ * by the caller after dropping it, so other CPUs can fill the ring meanwhile.
+ * Completion drains the used ring under the lock into a chain and the paths
+ * end their I/O after the lock is released.
+ */
+#include <linux/interrupt.h>
+#include <linux/slab.h>
+#include <linux/virtio_config.h>
+
+#include "vbblk.h"
+#include "include/vbblk_compat.h"
+
+void vbblk_iohdr_init(struct vbblk *vblk, struct vbblk_iohdr *hdr, u32 type,
+		      sector_t sector)
+{
+	struct virtio_device *vdev = vblk->vdev;
+
+	hdr->out.type = cpu_to_virtio32(vdev, type);
+	hdr->out.ioprio = 0;
+	hdr->out.sector = cpu_to_virtio64(vdev, sector);
+	/* A device that completes without writing status must not look OK. */
+	hdr->status = VIRTIO_BLK_S_IOERR;
+}
+
+blk_status_t vbblk_status(const struct vbblk_iohdr *hdr)
+{
+	switch (hdr->status) {
+	case VIRTIO_BLK_S_OK:
+		return BLK_STS_OK;
+	case VIRTIO_BLK_S_UNSUPP:
+		return BLK_STS_NOTSUPP;
+	default:
+		return BLK_STS_IOERR;
+	}
+}
+
+/*
+ * Queue one command: header out, optional data (out or in), status in.
+ * Caller holds vq->lock. Returns -ENOSPC when the ring is full.
+ */
+int vbblk_vq_add(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
+		 struct scatterlist *data, bool data_out)
+{
+	struct scatterlist out_sg, status_sg, *sgs[3];
+	unsigned int n = 0, n_out = 0, n_in = 0;
+
+	lockdep_assert_held(&vq->lock);
+
+	sg_init_one(&out_sg, &hdr->out, sizeof(hdr->out));
+	sgs[n++] = &out_sg;
+	n_out++;
+	if (data) {
+		sgs[n++] = data;
+		if (data_out)
+			n_out++;
+		else
+			n_in++;
+	}
+	sg_init_one(&status_sg, &hdr->status, sizeof(hdr->status));
+	sgs[n++] = &status_sg;
+	n_in++;
+
+	return virtqueue_add_sgs(vq->vq, sgs, n_out, n_in, hdr, GFP_ATOMIC);
+}
+
+/* First half of a kick; caller holds vq->lock. */
+bool vbblk_vq_kick_prepare(struct vbblk_vq *vq)
+{
+	lockdep_assert_held(&vq->lock);
+	return virtqueue_kick_prepare(vq->vq);
+}
+
+/* Second half; called without vq->lock. */
+void vbblk_vq_notify(struct vbblk_vq *vq)
+{
+	virtqueue_notify(vq->vq);
+}
+
+/*
+ * Take every used buffer off the ring, oldest first. Callbacks are
+ * re-enabled before returning, and the loop re-checks for buffers that
+ * raced with re-enabling, so no completion is left without an interrupt.
+ */
+struct vbblk_iohdr *vbblk_vq_reap(struct vbblk_vq *vq)
+{
+	struct vbblk_iohdr *head = NULL, **tail = &head, *hdr;
+	unsigned long flags;
+	unsigned int len;
+
+	spin_lock_irqsave(&vq->lock, flags);
+	do {
+		virtqueue_disable_cb(vq->vq);
+		while ((hdr = virtqueue_get_buf(vq->vq, &len)) != NULL) {
+			*tail = hdr;
+			tail = &hdr->done_next;
+		}
+		if (unlikely(virtqueue_is_broken(vq->vq)))
+			break;
+	} while (!virtqueue_enable_cb(vq->vq));
+	*tail = NULL;
+	spin_unlock_irqrestore(&vq->lock, flags);
+
+	return head;
+}
+
+static void vbblk_vq_done(struct virtqueue *_vq)
+{
+	struct vbblk *vblk = _vq->vdev->priv;
+	struct vbblk_iohdr *done;
+
+	done = vbblk_vq_reap(&vblk->vqs[_vq->index]);
+	if (done)
+		vbblk_rq_vq_done(vblk, done);
+}
+
+/*
+ * Find up to @want request virtqueues (fewer if the device has fewer) and
+ * spread their interrupts over the CPUs. Keeps the vqs array across
+ * freeze/restore so the count must not change then.
+ */
+int vbblk_init_vqs(struct vbblk *vblk, unsigned int want)
+{
+	struct virtio_device *vdev = vblk->vdev;
+	struct irq_affinity desc = { 0, };
+	vq_callback_t **callbacks;
+	struct virtqueue **vqs;
+	const char **names;
+	bool fresh = !vblk->vqs;
+	unsigned int i;
+	int err = -ENOMEM;
+
+	vqs = kcalloc(want, sizeof(*vqs), GFP_KERNEL);
+	callbacks = kcalloc(want, sizeof(*callbacks), GFP_KERNEL);
+	names = kcalloc(want, sizeof(*names), GFP_KERNEL);
+	if (fresh)
+		vblk->vqs = kcalloc(want, sizeof(*vblk->vqs), GFP_KERNEL);
+	if (!vqs || !callbacks || !names || !vblk->vqs)
+		goto out;
+
+	for (i = 0; i < want; i++) {
+		struct vbblk_vq *vq = &vblk->vqs[i];
+
+		spin_lock_init(&vq->lock);
+		vq->vblk = vblk;
+		snprintf(vq->name, sizeof(vq->name), "req.%u", i);
+		callbacks[i] = vbblk_vq_done;
+		names[i] = vq->name;
+	}
+
+	err = vbblk_find_vqs(vdev, want, vqs, callbacks, names, &desc);
+	if (err)
+		goto out;
+
+	for (i = 0; i < want; i++)
+		vblk->vqs[i].vq = vqs[i];
+	vblk->num_vqs = want;
+out:
+	if (err && fresh) {
+		kfree(vblk->vqs);
+		vblk->vqs = NULL;
+	}
+	kfree(names);
+	kfree(callbacks);
+	kfree(vqs);
+	return err;
+}
+
+/* The device must already be reset: no callback can run after this. */
+void vbblk_del_vqs(struct vbblk *vblk)
+{
+	vblk->vdev->config->del_vqs(vblk->vdev);
+}
