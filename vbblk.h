@@ -7,6 +7,8 @@
  *   struct vbblk_vq    - one virtqueue with its own lock
  *   struct vbblk_iohdr - what every command puts on the ring (header, status)
  *   struct vbblk_cmd   - one blk-mq request's driver data (request path)
+ *   struct vbblk_bio_cmd - one device command built from bios (bio path)
+ *   struct vbblk_batch - the per-CPU command being grown from contiguous bios
  */
 #ifndef VBBLK_H
 #define VBBLK_H
@@ -18,6 +20,11 @@
 
 #include <linux/blk-mq.h>
 #include <linux/blkdev.h>
+#include <linux/cpuhotplug.h>
+#include <linux/cpumask.h>
+#include <linux/list.h>
+#include <linux/mempool.h>
+#include <linux/percpu.h>
 #include <linux/scatterlist.h>
 #include <linux/spinlock.h>
 #include <linux/virtio.h>
@@ -42,6 +49,40 @@ enum vbblk_mode {
 extern enum vbblk_mode vbblk_mode;
 extern unsigned int vbblk_num_queues;
 extern unsigned int vbblk_queue_depth;
+extern bool vbblk_batch;
+extern unsigned int vbblk_batch_max_bios;
+extern unsigned int vbblk_batch_max_kb;
+
+/* Per-disk counters, exact once I/O is idle: /sys/block/vdX/vbblk/. */
+enum vbblk_stat {
+	VBBLK_STAT_BIOS,		/* bios taken by submit_bio (after split) */
+	VBBLK_STAT_REQUESTS,		/* I/O commands put on the ring */
+	VBBLK_STAT_FLUSHES,		/* of which FLUSH commands */
+	VBBLK_STAT_MERGED,		/* bios added to an existing batch */
+	VBBLK_STAT_DISPATCH_DIRECT,	/* sent at once: nothing to wait for */
+	VBBLK_STAT_DISPATCH_NONCONTIG,	/* next bio not contiguous/same op */
+	VBBLK_STAT_DISPATCH_LIMIT,	/* segment, byte or bio limit reached */
+	VBBLK_STAT_DISPATCH_PLUG,	/* submitter's plug flushed */
+	VBBLK_STAT_DISPATCH_COMPLETION,	/* a completion on the queue */
+	VBBLK_STAT_DISPATCH_FLUSH,	/* a FLUSH/FUA bio arrived */
+	VBBLK_STAT_DISPATCH_DRAIN,	/* device removal or freeze */
+	VBBLK_STAT_DISPATCH_CPU_OFFLINE,
+	VBBLK_STAT_NOTIFIES,		/* virtqueue notifies sent */
+	VBBLK_STAT_PLUG_DEFERRED,	/* commands whose notify waited for unplug */
+	VBBLK_STAT_RING_FULL_WAITS,	/* submitter slept for a free command */
+	VBBLK_STAT_PARKED,		/* commands parked on a full ring */
+	VBBLK_STAT_NOWAIT_EAGAIN,	/* REQ_NOWAIT bios ended with EAGAIN */
+	VBBLK_NR_STATS,
+};
+
+struct vbblk_stats {
+	u64 c[VBBLK_NR_STATS];
+};
+
+enum vbblk_kind {
+	VBBLK_KIND_RQ,		/* struct vbblk_cmd */
+	VBBLK_KIND_BIO,		/* struct vbblk_bio_cmd */
+};
 
 /*
  * What a command puts on the ring: the device reads @out and writes @status.
@@ -50,6 +91,7 @@ extern unsigned int vbblk_queue_depth;
 struct vbblk_iohdr {
 	struct virtio_blk_outhdr out;
 	u8 status;
+	u8 kind;
 	struct vbblk_iohdr *done_next;
 };
 
@@ -59,6 +101,14 @@ struct vbblk_vq {
 	spinlock_t lock;		/* serialises add, kick_prepare, get_buf */
 	struct virtqueue *vq;
 	struct vbblk *vblk;
+	unsigned int index;
+	unsigned int inflight;		/* on the ring; written under lock */
+	/* bio path */
+	struct list_head parked;	/* ring was full; under lock */
+	atomic_t bio_cmds;		/* allocated bio commands (<= depth) */
+	wait_queue_head_t wait;		/* for a free bio command */
+	cpumask_var_t cpus;		/* CPUs that submit to this queue */
+	struct scatterlist *sg;		/* scratch for one add; under lock */
 	char name[16];
 } ____cacheline_aligned_in_smp;
 
@@ -66,9 +116,22 @@ struct vbblk {
 	struct virtio_device *vdev;	/* NULL once removed; see vdev_mutex */
 	struct mutex vdev_mutex;	/* guards config access against remove */
 	struct gendisk *disk;
+	enum vbblk_mode mode;
 	struct blk_mq_tag_set tag_set;
-	/* The blk-mq queue: the disk's in request mode. */
+	/*
+	 * The blk-mq queue: the disk's in request mode; in bio mode a queue
+	 * with no disk that carries passthrough commands (GET_ID).
+	 */
 	struct request_queue *rq_queue;
+
+	struct vbblk_batch __percpu *batch;
+	struct vbblk_stats __percpu *stats;
+	mempool_t *cmd_pool;		/* struct vbblk_bio_cmd */
+	atomic_t plug_refs;		/* plug callbacks that still use us */
+	struct hlist_node cpuhp_node;
+	bool draining;			/* remove/freeze: hold nothing back */
+	unsigned int depth;		/* bio commands per queue */
+	unsigned int max_batch_bytes;
 
 	struct work_struct config_work;	/* capacity change */
 
@@ -81,11 +144,23 @@ struct vbblk {
 	bool wz_may_unmap;
 };
 
+static inline void vbblk_stat_add(struct vbblk *vblk, enum vbblk_stat s,
+				  u64 n)
+{
+	this_cpu_add(vblk->stats->c[s], n);
+}
+
+static inline void vbblk_stat_inc(struct vbblk *vblk, enum vbblk_stat s)
+{
+	vbblk_stat_add(vblk, s, 1);
+}
+
 /* virtio_ring_split.c: the ring layer both paths share. */
 int vbblk_vq_add(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 		 struct scatterlist *data, bool data_out);
 bool vbblk_vq_kick_prepare(struct vbblk_vq *vq);
 void vbblk_vq_notify(struct vbblk_vq *vq);
+void vbblk_vq_kick(struct vbblk_vq *vq);
 struct vbblk_iohdr *vbblk_vq_reap(struct vbblk_vq *vq);
 int vbblk_init_vqs(struct vbblk *vblk, unsigned int want);
 void vbblk_del_vqs(struct vbblk *vblk);
@@ -101,7 +176,58 @@ struct vbblk_cmd {
 };
 
 int vbblk_rq_init_tag_set(struct vbblk *vblk);
-void vbblk_rq_vq_done(struct vbblk *vblk, struct vbblk_iohdr *done);
+void vbblk_rq_end_cmd(struct vbblk_iohdr *hdr);
 int vbblk_rq_get_id(struct vbblk *vblk, char *buf);
+
+/* virtio_blk_bio.c: the bio path. */
+struct vbblk_bio_cmd {
+	struct vbblk_iohdr hdr;
+	struct vbblk_vq *vq;
+	struct bio *bio, *tail;		/* the bios, chained by bi_next */
+	unsigned int nr_bios;
+	unsigned int nr_segs;		/* data scatterlist entries */
+	unsigned int bytes;
+	sector_t end;			/* first sector after the data */
+	unsigned long start_time;	/* I/O accounting */
+	u8 stage;			/* flush emulation step */
+	bool postflush;			/* FUA: flush after the data */
+	struct list_head park;
+	struct virtio_blk_discard_write_zeroes range;
+};
+
+void vbblk_submit_bio(struct bio *bio);
+int vbblk_bio_init(struct vbblk *vblk);
+void vbblk_bio_exit(struct vbblk *vblk);
+void vbblk_bio_drain(struct vbblk *vblk);
+void vbblk_bio_end_cmd(struct vbblk_iohdr *hdr);
+void vbblk_bio_vq_done(struct vbblk_vq *vq);
+unsigned int vbblk_bio_segs(struct vbblk *vblk, struct bio *bio);
+struct vbblk_bio_cmd *vbblk_bio_cmd_alloc(struct vbblk *vblk,
+					  struct vbblk_vq *vq, struct bio *bio);
+void vbblk_bio_cmd_dispatch(struct vbblk_bio_cmd *cmd, bool plugged);
+bool vbblk_plug_note(struct vbblk *vblk, struct vbblk_vq *vq,
+		     struct vbblk_batch *b);
+
+/* virtio_blk_batch.c: per-CPU merging of contiguous bios. */
+struct vbblk_batch {
+	spinlock_t lock;		/* taken from the completion irq too */
+	struct vbblk_bio_cmd *cmd;	/* held, not yet on the ring */
+	sector_t last_end;		/* end of the last bio: stream detection */
+	struct vbblk_vq *vq;
+};
+
+void vbblk_batch_init(struct vbblk *vblk);
+void vbblk_batch_submit(struct vbblk *vblk, struct bio *bio);
+void vbblk_batch_flush(struct vbblk_batch *b, enum vbblk_stat reason,
+		       bool plugged);
+void vbblk_batch_flush_vq(struct vbblk_vq *vq);
+void vbblk_batch_flush_all(struct vbblk *vblk, enum vbblk_stat reason);
+int vbblk_batch_cpuhp_init(void);
+void vbblk_batch_cpuhp_exit(void);
+int vbblk_batch_cpuhp_add(struct vbblk *vblk);
+void vbblk_batch_cpuhp_remove(struct vbblk *vblk);
+
+/* vbblk_stats.c */
+extern const struct attribute_group vbblk_stats_group;
 
 #endif /* VBBLK_H */

@@ -2,7 +2,7 @@
 /*
  * Device core: module parameters, probe and feature negotiation, queue
  * limits, disk naming, sysfs attributes, capacity changes, remove and PM.
- * The I/O paths live in virtio_blk_rq.c (blk-mq) and, later, the bio path.
+ * The I/O paths live in virtio_blk_rq.c (blk-mq) and virtio_blk_bio.c.
  */
 #include <linux/hdreg.h>
 #include <linux/idr.h>
@@ -20,9 +20,12 @@
 
 /* ---- Module parameters: each setter rejects bad values at load time. ---- */
 
-enum vbblk_mode vbblk_mode = VBBLK_MODE_REQUEST;
+enum vbblk_mode vbblk_mode = VBBLK_MODE_BIO;
 unsigned int vbblk_num_queues = 64;
 unsigned int vbblk_queue_depth = 256;
+bool vbblk_batch = true;
+unsigned int vbblk_batch_max_bios = 64;
+unsigned int vbblk_batch_max_kb = 512;
 
 static const char * const vbblk_mode_names[] = {
 	[VBBLK_MODE_BIO]	= "bio",
@@ -36,10 +39,6 @@ static int vbblk_mode_set(const char *val, const struct kernel_param *kp)
 	if (i < 0) {
 		pr_err("mode=%s is not valid: use mode=bio or mode=request\n",
 		       val);
-		return -EINVAL;
-	}
-	if (i == VBBLK_MODE_BIO) {
-		pr_err("mode=bio is not available in this build yet: use mode=request\n");
 		return -EINVAL;
 	}
 	vbblk_mode = i;
@@ -56,7 +55,7 @@ static const struct kernel_param_ops vbblk_mode_ops = {
 	.get = vbblk_mode_get,
 };
 module_param_cb(mode, &vbblk_mode_ops, NULL, 0444);
-MODULE_PARM_DESC(mode, "I/O path: request (blk-mq) (default: request)");
+MODULE_PARM_DESC(mode, "I/O path: bio (submit_bio, batching) or request (blk-mq) (default: bio)");
 
 static int vbblk_uint_range_set(const char *val, const struct kernel_param *kp,
 				unsigned int max)
@@ -95,7 +94,42 @@ static const struct kernel_param_ops vbblk_queue_depth_ops = {
 };
 module_param_cb(queue_depth, &vbblk_queue_depth_ops, &vbblk_queue_depth, 0444);
 MODULE_PARM_DESC(queue_depth,
-		 "Requests in flight per queue, 1..1024, capped by the ring size (default: 256)");
+		 "Commands in flight per queue, 1..1024, capped by the ring size (default: 256)");
+
+/* Batching bounds may change at run time; a batch reads them as it grows. */
+module_param_named(batch, vbblk_batch, bool, 0644);
+MODULE_PARM_DESC(batch,
+		 "bio mode: merge contiguous bios of one CPU into one command (default: Y)");
+
+static int vbblk_batch_max_bios_set(const char *val,
+				    const struct kernel_param *kp)
+{
+	return vbblk_uint_range_set(val, kp, 256);
+}
+
+static const struct kernel_param_ops vbblk_batch_max_bios_ops = {
+	.set = vbblk_batch_max_bios_set,
+	.get = param_get_uint,
+};
+module_param_cb(batch_max_bios, &vbblk_batch_max_bios_ops,
+		&vbblk_batch_max_bios, 0644);
+MODULE_PARM_DESC(batch_max_bios,
+		 "bio mode: most bios in one batched command, 1..256 (default: 64)");
+
+static int vbblk_batch_max_kb_set(const char *val,
+				  const struct kernel_param *kp)
+{
+	return vbblk_uint_range_set(val, kp, 4096);
+}
+
+static const struct kernel_param_ops vbblk_batch_max_kb_ops = {
+	.set = vbblk_batch_max_kb_set,
+	.get = param_get_uint,
+};
+module_param_cb(batch_max_kb, &vbblk_batch_max_kb_ops, &vbblk_batch_max_kb,
+		0444);
+MODULE_PARM_DESC(batch_max_kb,
+		 "bio mode: most KiB in one batched command, 1..4096, capped by the queue's max_sectors_kb at probe (default: 512)");
 
 /* ---- Disk naming ---- */
 
@@ -253,6 +287,7 @@ static const struct attribute_group vbblk_attr_group = {
 
 static const struct attribute_group *vbblk_attr_groups[] = {
 	&vbblk_attr_group,
+	&vbblk_stats_group,
 	NULL,
 };
 
@@ -290,11 +325,19 @@ static void vbblk_free_disk(struct gendisk *disk)
 
 	ida_free(&vbblk_index_ida, vblk->index);
 	mutex_destroy(&vblk->vdev_mutex);
+	free_percpu(vblk->stats);
 	kfree(vblk);
 }
 
-static const struct block_device_operations vbblk_fops = {
+static const struct block_device_operations vbblk_rq_fops = {
 	.owner		= THIS_MODULE,
+	.getgeo		= vbblk_getgeo,
+	.free_disk	= vbblk_free_disk,
+};
+
+static const struct block_device_operations vbblk_bio_fops = {
+	.owner		= THIS_MODULE,
+	.submit_bio	= vbblk_submit_bio,
 	.getgeo		= vbblk_getgeo,
 	.free_disk	= vbblk_free_disk,
 };
@@ -342,10 +385,9 @@ static unsigned int vbblk_wanted_vqs(struct virtio_device *vdev)
 	return min3((unsigned int)n, vbblk_num_queues, nr_cpu_ids);
 }
 
-static int vbblk_set_limits(struct vbblk *vblk)
+static int vbblk_set_limits(struct vbblk *vblk, struct request_queue *q)
 {
 	struct virtio_device *vdev = vblk->vdev;
-	struct request_queue *q = vblk->disk->queue;
 	u32 v, sg_elems = 1, size_max;
 	u32 lbs = SECTOR_SIZE;
 	u8 exp, align;
@@ -431,6 +473,14 @@ static int vbblk_set_limits(struct vbblk *vblk)
 			return -EINVAL;
 		}
 		blk_queue_max_secure_erase_sectors(q, v);
+		/*
+		 * 6.1 splits secure erase bios by the discard limit, so keep
+		 * that within both. (Without DISCARD it cannot be set without
+		 * enabling discard; vbblk_bio_submit_range() checks the size.)
+		 */
+		if (virtio_has_feature(vdev, VIRTIO_BLK_F_DISCARD))
+			blk_queue_max_discard_sectors(q,
+				min(q->limits.max_discard_sectors, v));
 		virtio_cread(vdev, struct virtio_blk_config,
 			     max_secure_erase_seg, &v);
 		/* Discard and secure erase share one segment limit in 6.1. */
@@ -450,6 +500,44 @@ static int vbblk_set_limits(struct vbblk *vblk)
 	return 0;
 }
 
+/*
+ * The disk and the blk-mq queue. Request mode: one queue, the disk's. Bio
+ * mode: a bio-based disk, plus a blk-mq queue without a disk that carries
+ * passthrough commands over the same virtqueues.
+ */
+static int vbblk_alloc_queues(struct vbblk *vblk)
+{
+	int err;
+
+	if (vblk->mode == VBBLK_MODE_REQUEST) {
+		vblk->disk = vbblk_alloc_disk(&vblk->tag_set, vblk);
+		if (IS_ERR(vblk->disk))
+			return PTR_ERR(vblk->disk);
+		vblk->rq_queue = vblk->disk->queue;
+		vblk->disk->fops = &vbblk_rq_fops;
+		return 0;
+	}
+
+	vblk->rq_queue = vbblk_alloc_queue(&vblk->tag_set, vblk);
+	if (IS_ERR(vblk->rq_queue))
+		return PTR_ERR(vblk->rq_queue);
+	vblk->disk = vbblk_alloc_bio_disk();
+	if (IS_ERR_OR_NULL(vblk->disk)) {
+		err = vblk->disk ? PTR_ERR(vblk->disk) : -ENOMEM;
+		vbblk_free_queue(vblk->rq_queue);
+		return err;
+	}
+	vblk->disk->fops = &vbblk_bio_fops;
+	return 0;
+}
+
+static void vbblk_free_queues(struct vbblk *vblk)
+{
+	put_disk(vblk->disk);
+	if (vblk->mode == VBBLK_MODE_BIO)
+		vbblk_free_queue(vblk->rq_queue);
+}
+
 static int vbblk_probe(struct virtio_device *vdev)
 {
 	struct vbblk *vblk;
@@ -465,8 +553,15 @@ static int vbblk_probe(struct virtio_device *vdev)
 		return -ENOMEM;
 	vdev->priv = vblk;
 	vblk->vdev = vdev;
+	vblk->mode = vbblk_mode;
 	mutex_init(&vblk->vdev_mutex);
 	INIT_WORK(&vblk->config_work, vbblk_config_work);
+	atomic_set(&vblk->plug_refs, 0);
+	vblk->stats = alloc_percpu(struct vbblk_stats);
+	if (!vblk->stats) {
+		err = -ENOMEM;
+		goto out_free;
+	}
 
 	err = vbblk_init_vqs(vblk, vbblk_wanted_vqs(vdev));
 	if (err)
@@ -476,12 +571,9 @@ static int vbblk_probe(struct virtio_device *vdev)
 	if (err)
 		goto out_del_vqs;
 
-	vblk->disk = vbblk_alloc_disk(&vblk->tag_set, vblk);
-	if (IS_ERR(vblk->disk)) {
-		err = PTR_ERR(vblk->disk);
+	err = vbblk_alloc_queues(vblk);
+	if (err)
 		goto out_free_tags;
-	}
-	vblk->rq_queue = vblk->disk->queue;
 
 	err = vbblk_assign_name(vblk->disk);
 	if (err < 0)
@@ -492,11 +584,21 @@ static int vbblk_probe(struct virtio_device *vdev)
 	vblk->disk->first_minor = vblk->index << VBBLK_PART_BITS;
 	vblk->disk->minors = 1 << VBBLK_PART_BITS;
 	vblk->disk->private_data = vblk;
-	vblk->disk->fops = &vbblk_fops;
 
-	err = vbblk_set_limits(vblk);
+	err = vbblk_set_limits(vblk, vblk->disk->queue);
+	if (!err && vblk->rq_queue != vblk->disk->queue)
+		err = vbblk_set_limits(vblk, vblk->rq_queue);
 	if (err)
 		goto out_free_index;
+
+	if (vblk->mode == VBBLK_MODE_BIO) {
+		err = vbblk_bio_init(vblk);
+		if (err)
+			goto out_free_index;
+		err = vbblk_batch_cpuhp_add(vblk);
+		if (err)
+			goto out_bio_exit;
+	}
 
 	vblk->read_only = virtio_has_feature(vdev, VIRTIO_BLK_F_RO);
 	if (vblk->read_only)
@@ -510,24 +612,30 @@ static int vbblk_probe(struct virtio_device *vdev)
 		goto out_reset;
 
 	dev_info(&vdev->dev, "%s: %s mode, %u queue%s, depth %u, %u segments\n",
-		 vblk->disk->disk_name, vbblk_mode_names[vbblk_mode],
+		 vblk->disk->disk_name, vbblk_mode_names[vblk->mode],
 		 vblk->num_vqs, vblk->num_vqs > 1 ? "s" : "",
 		 vblk->tag_set.queue_depth, vblk->sg_elems);
 	return 0;
 
 out_reset:
 	virtio_reset_device(vdev);
+	if (vblk->mode == VBBLK_MODE_BIO)
+		vbblk_batch_cpuhp_remove(vblk);
+out_bio_exit:
+	if (vblk->mode == VBBLK_MODE_BIO)
+		vbblk_bio_exit(vblk);
 out_free_index:
 	/* The disk was never added, so put_disk() won't call free_disk. */
 	ida_free(&vbblk_index_ida, vblk->index);
 out_put_disk:
-	put_disk(vblk->disk);
+	vbblk_free_queues(vblk);
 out_free_tags:
 	blk_mq_free_tag_set(&vblk->tag_set);
 out_del_vqs:
 	vbblk_del_vqs(vblk);
 	kfree(vblk->vqs);
 out_free:
+	free_percpu(vblk->stats);
 	mutex_destroy(&vblk->vdev_mutex);
 	kfree(vblk);
 	vdev->priv = NULL;
@@ -541,13 +649,25 @@ static void vbblk_remove(struct virtio_device *vdev)
 	/* The virtio core disabled config callbacks before calling us. */
 	flush_work(&vblk->config_work);
 
-	/* Waits for every request in flight; the device still answers. */
+	/*
+	 * No new I/O after this. blk-mq waits for its requests here; bios
+	 * do not hold the queue once submitted, so drain those ourselves.
+	 */
 	del_gendisk(vblk->disk);
+	if (vblk->mode == VBBLK_MODE_BIO) {
+		vbblk_batch_cpuhp_remove(vblk);
+		vbblk_bio_drain(vblk);
+		blk_mq_destroy_queue(vblk->rq_queue);
+	}
 	blk_mq_free_tag_set(&vblk->tag_set);
 
 	mutex_lock(&vblk->vdev_mutex);
 	virtio_reset_device(vdev);
 	vbblk_del_vqs(vblk);
+	if (vblk->mode == VBBLK_MODE_BIO) {
+		vbblk_bio_exit(vblk);
+		blk_put_queue(vblk->rq_queue);
+	}
 	kfree(vblk->vqs);
 	vblk->vqs = NULL;
 	vblk->vdev = NULL;
@@ -563,7 +683,11 @@ static int vbblk_freeze(struct virtio_device *vdev)
 	struct vbblk *vblk = vdev->priv;
 
 	/* Drain and block new I/O before the rings go away. */
-	blk_mq_freeze_queue(vblk->rq_queue);
+	blk_mq_freeze_queue(vblk->disk->queue);
+	if (vblk->mode == VBBLK_MODE_BIO) {
+		blk_mq_freeze_queue(vblk->rq_queue);
+		vbblk_bio_drain(vblk);
+	}
 	virtio_reset_device(vdev);
 	flush_work(&vblk->config_work);
 	vbblk_del_vqs(vblk);
@@ -579,7 +703,11 @@ static int vbblk_restore(struct virtio_device *vdev)
 	if (err)
 		return err;
 	virtio_device_ready(vdev);
-	blk_mq_unfreeze_queue(vblk->rq_queue);
+	if (vblk->mode == VBBLK_MODE_BIO) {
+		WRITE_ONCE(vblk->draining, false);
+		blk_mq_unfreeze_queue(vblk->rq_queue);
+	}
+	blk_mq_unfreeze_queue(vblk->disk->queue);
 	return 0;
 }
 #endif
@@ -618,22 +746,33 @@ static int __init vbblk_init(void)
 {
 	int err;
 
+	err = vbblk_batch_cpuhp_init();
+	if (err)
+		return err;
+
 	vbblk_major = register_blkdev(0, VBBLK_NAME);
-	if (vbblk_major < 0)
-		return vbblk_major;
+	if (vbblk_major < 0) {
+		err = vbblk_major;
+		goto out_cpuhp;
+	}
 
 	err = register_virtio_driver(&vbblk_driver);
-	if (err) {
-		unregister_blkdev(vbblk_major, VBBLK_NAME);
-		return err;
-	}
+	if (err)
+		goto out_blkdev;
 	return 0;
+
+out_blkdev:
+	unregister_blkdev(vbblk_major, VBBLK_NAME);
+out_cpuhp:
+	vbblk_batch_cpuhp_exit();
+	return err;
 }
 
 static void __exit vbblk_exit(void)
 {
 	unregister_virtio_driver(&vbblk_driver);
 	unregister_blkdev(vbblk_major, VBBLK_NAME);
+	vbblk_batch_cpuhp_exit();
 	ida_destroy(&vbblk_index_ida);
 }
 

@@ -116,6 +116,7 @@ static blk_status_t vbblk_rq_setup(struct vbblk *vblk, struct request *req,
 	}
 
 	vbblk_iohdr_init(vblk, &cmd->hdr, type, sector);
+	cmd->hdr.kind = VBBLK_KIND_RQ;
 
 	if (type == VIRTIO_BLK_T_DISCARD || type == VIRTIO_BLK_T_WRITE_ZEROES ||
 	    type == VIRTIO_BLK_T_SECURE_ERASE) {
@@ -191,15 +192,7 @@ static blk_status_t vbblk_queue_rq(struct blk_mq_hw_ctx *hctx,
 /* blk-mq ends a dispatch early (error or budget): send what is queued. */
 static void vbblk_commit_rqs(struct blk_mq_hw_ctx *hctx)
 {
-	struct vbblk_vq *vq = vbblk_hctx_vq(hctx);
-	unsigned long flags;
-	bool notify;
-
-	spin_lock_irqsave(&vq->lock, flags);
-	notify = vbblk_vq_kick_prepare(vq);
-	spin_unlock_irqrestore(&vq->lock, flags);
-	if (notify)
-		vbblk_vq_notify(vq);
+	vbblk_vq_kick(vbblk_hctx_vq(hctx));
 }
 
 static void vbblk_rq_complete(struct request *req)
@@ -210,22 +203,14 @@ static void vbblk_rq_complete(struct request *req)
 	blk_mq_end_request(req, vbblk_status(&cmd->hdr));
 }
 
-/* Called from the virtqueue interrupt with commands already off the ring. */
-void vbblk_rq_vq_done(struct vbblk *vblk, struct vbblk_iohdr *done)
+/* Called from the virtqueue interrupt with the command off the ring. */
+void vbblk_rq_end_cmd(struct vbblk_iohdr *hdr)
 {
-	struct vbblk_iohdr *next;
+	struct vbblk_cmd *cmd = container_of(hdr, struct vbblk_cmd, hdr);
+	struct request *req = blk_mq_rq_from_pdu(cmd);
 
-	for (; done; done = next) {
-		struct vbblk_cmd *cmd = container_of(done, struct vbblk_cmd, hdr);
-		struct request *req = blk_mq_rq_from_pdu(cmd);
-
-		/* The request may be reused once completed: read the link. */
-		next = done->done_next;
-		if (likely(!blk_should_fake_timeout(req->q)))
-			blk_mq_complete_request(req);
-	}
-	/* Room on the ring again for a queue stopped by -ENOSPC. */
-	blk_mq_start_stopped_hw_queues(vblk->rq_queue, true);
+	if (likely(!blk_should_fake_timeout(req->q)))
+		blk_mq_complete_request(req);
 }
 
 static void vbblk_map_queues(struct blk_mq_tag_set *set)

@@ -49,6 +49,10 @@ int vbblk_vq_add(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 	struct scatterlist out_sg, status_sg, *sgs[3];
 	unsigned int n = 0, n_out = 0, n_in = 0;
 
+	struct vbblk *vblk = vq->vblk;
+	u32 type = virtio32_to_cpu(vblk->vdev, hdr->out.type);
+	int err;
+
 	lockdep_assert_held(&vq->lock);
 
 	sg_init_one(&out_sg, &hdr->out, sizeof(hdr->out));
@@ -65,7 +69,18 @@ int vbblk_vq_add(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 	sgs[n++] = &status_sg;
 	n_in++;
 
-	return virtqueue_add_sgs(vq->vq, sgs, n_out, n_in, hdr, GFP_ATOMIC);
+	err = virtqueue_add_sgs(vq->vq, sgs, n_out, n_in, hdr, GFP_ATOMIC);
+	if (err)
+		return err;
+
+	vq->inflight++;
+	/* Count what the device will see (GET_ID is not I/O). */
+	if (type != VIRTIO_BLK_T_GET_ID) {
+		vbblk_stat_inc(vblk, VBBLK_STAT_REQUESTS);
+		if (type == VIRTIO_BLK_T_FLUSH)
+			vbblk_stat_inc(vblk, VBBLK_STAT_FLUSHES);
+	}
+	return 0;
 }
 
 /* First half of a kick; caller holds vq->lock. */
@@ -78,7 +93,21 @@ bool vbblk_vq_kick_prepare(struct vbblk_vq *vq)
 /* Second half; called without vq->lock. */
 void vbblk_vq_notify(struct vbblk_vq *vq)
 {
+	vbblk_stat_inc(vq->vblk, VBBLK_STAT_NOTIFIES);
 	virtqueue_notify(vq->vq);
+}
+
+/* Both halves, for callers that do not hold the lock. */
+void vbblk_vq_kick(struct vbblk_vq *vq)
+{
+	unsigned long flags;
+	bool notify;
+
+	spin_lock_irqsave(&vq->lock, flags);
+	notify = vbblk_vq_kick_prepare(vq);
+	spin_unlock_irqrestore(&vq->lock, flags);
+	if (notify)
+		vbblk_vq_notify(vq);
 }
 
 /*
@@ -98,6 +127,7 @@ struct vbblk_iohdr *vbblk_vq_reap(struct vbblk_vq *vq)
 		while ((hdr = virtqueue_get_buf(vq->vq, &len)) != NULL) {
 			*tail = hdr;
 			tail = &hdr->done_next;
+			vq->inflight--;
 		}
 		if (unlikely(virtqueue_is_broken(vq->vq)))
 			break;
@@ -111,11 +141,26 @@ struct vbblk_iohdr *vbblk_vq_reap(struct vbblk_vq *vq)
 static void vbblk_vq_done(struct virtqueue *_vq)
 {
 	struct vbblk *vblk = _vq->vdev->priv;
-	struct vbblk_iohdr *done;
+	struct vbblk_vq *vq = &vblk->vqs[_vq->index];
+	struct vbblk_iohdr *done, *next;
 
-	done = vbblk_vq_reap(&vblk->vqs[_vq->index]);
-	if (done)
-		vbblk_rq_vq_done(vblk, done);
+	done = vbblk_vq_reap(vq);
+	if (!done)
+		return;
+
+	for (; done; done = next) {
+		/* A command may be reused once ended: read the link first. */
+		next = done->done_next;
+		if (done->kind == VBBLK_KIND_BIO)
+			vbblk_bio_end_cmd(done);
+		else
+			vbblk_rq_end_cmd(done);
+	}
+
+	if (vblk->mode == VBBLK_MODE_BIO)
+		vbblk_bio_vq_done(vq);
+	/* Room on the ring again for a blk-mq queue stopped by -ENOSPC. */
+	blk_mq_start_stopped_hw_queues(vblk->rq_queue, true);
 }
 
 /*
@@ -147,6 +192,10 @@ int vbblk_init_vqs(struct vbblk *vblk, unsigned int want)
 
 		spin_lock_init(&vq->lock);
 		vq->vblk = vblk;
+		vq->index = i;
+		vq->inflight = 0;
+		INIT_LIST_HEAD(&vq->parked);
+		init_waitqueue_head(&vq->wait);
 		snprintf(vq->name, sizeof(vq->name), "req.%u", i);
 		callbacks[i] = vbblk_vq_done;
 		names[i] = vq->name;

@@ -26,6 +26,38 @@ static inline struct gendisk *vbblk_alloc_disk(struct blk_mq_tag_set *set,
 #endif
 }
 
+/* A bio-based disk (bio mode). */
+static inline struct gendisk *vbblk_alloc_bio_disk(void)
+{
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 9, 0)
+	return blk_alloc_disk(NUMA_NO_NODE);
+#else
+	return blk_alloc_disk(NULL, NUMA_NO_NODE);
+#endif
+}
+
+/* A blk-mq queue with no disk (bio mode's passthrough queue). */
+static inline struct request_queue *vbblk_alloc_queue(struct blk_mq_tag_set *set,
+						      void *queuedata)
+{
+	struct request_queue *q;
+
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 9, 0)
+	q = blk_mq_init_queue(set);
+	if (!IS_ERR(q))
+		q->queuedata = queuedata;
+#else
+	q = blk_mq_alloc_queue(set, NULL, queuedata);
+#endif
+	return q;
+}
+
+static inline void vbblk_free_queue(struct request_queue *q)
+{
+	blk_mq_destroy_queue(q);
+	blk_put_queue(q);
+}
+
 /* 6.11 replaced the parallel callback/name arrays with struct virtqueue_info. */
 static inline int vbblk_find_vqs(struct virtio_device *vdev, unsigned int n,
 				 struct virtqueue *vqs[],

@@ -1,0 +1,553 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The bio path: submit_bio turns bios straight into virtio-blk commands,
+ * with no request, tag or I/O scheduler in between.
+ *
+ * A command (struct vbblk_bio_cmd) carries one or more bios: reads and
+ * writes go through the per-CPU batch (virtio_blk_batch.c), which may grow
+ * a command from contiguous bios; everything else is one bio per command.
+ *
+ * Flow control: each virtqueue lends at most vblk->depth commands. A
+ * submitter without one sleeps (REQ_NOWAIT bios get EAGAIN instead). A
+ * command that meets a full ring anyway (descriptors, not commands, ran
+ * out) is parked and re-added from the completion path: nothing is
+ * dropped or failed for lack of room.
+ *
+ * FLUSH/FUA (Documentation/block/writeback_cache_control.rst): virtio-blk
+ * has FLUSH but no FUA, so one command walks through up to three stages:
+ * PREFLUSH (a FLUSH), DATA (the write), POSTFLUSH (a FLUSH for FUA). Each
+ * stage is issued from the completion of the one before, so submit_bio
+ * never waits. The block layer already strips both flags when the cache
+ * is write-through.
+ */
+#include <linux/blkdev.h>
+#include <linux/slab.h>
+#include <linux/wait_bit.h>
+
+#include "vbblk.h"
+
+enum vbblk_stage {
+	VBBLK_STAGE_DATA,
+	VBBLK_STAGE_PREFLUSH,
+	VBBLK_STAGE_POSTFLUSH,
+};
+
+/* Commands kept in reserve so a GFP_NOIO allocation always succeeds. */
+#define VBBLK_CMD_POOL_MIN	16
+
+/*
+ * Scatterlist entries for one bio, cut exactly as the block layer counts
+ * segments when it splits (bio_split_to_limits): each multi-page bvec in
+ * pieces of at most max_segment_size that do not cross the segment
+ * boundary. So a split bio never needs more entries than max_segments.
+ * With @sg NULL, only count.
+ */
+static unsigned int vbblk_bio_map(struct request_queue *q, struct bio *bio,
+				  struct scatterlist *sg)
+{
+	unsigned long mask = queue_segment_boundary(q);
+	unsigned int max_seg = queue_max_segment_size(q);
+	struct bvec_iter iter;
+	struct bio_vec bv;
+	unsigned int n = 0;
+
+	bio_for_each_bvec(bv, bio, iter) {
+		struct page *page = bv.bv_page;
+		unsigned int off = bv.bv_offset, left = bv.bv_len;
+
+		while (left) {
+			phys_addr_t pa = page_to_phys(page) + off;
+			unsigned int len = min_t(unsigned long, left,
+						 min_t(unsigned long, max_seg,
+						       mask - (pa & mask) + 1));
+
+			if (sg) {
+				sg_set_page(&sg[n], page + (off >> PAGE_SHIFT),
+					    len, offset_in_page(off));
+			}
+			n++;
+			off += len;
+			left -= len;
+		}
+	}
+	return n;
+}
+
+unsigned int vbblk_bio_segs(struct vbblk *vblk, struct bio *bio)
+{
+	return vbblk_bio_map(vblk->disk->queue, bio, NULL);
+}
+
+static bool vbblk_get_cmd_slot(struct vbblk_vq *vq)
+{
+	return atomic_add_unless(&vq->bio_cmds, 1, vq->vblk->depth);
+}
+
+/*
+ * A command for @bio's submitter on @vq. Sleeps for a free slot unless the
+ * bio is REQ_NOWAIT: then NULL, and the bio has ended with EAGAIN.
+ */
+struct vbblk_bio_cmd *vbblk_bio_cmd_alloc(struct vbblk *vblk,
+					  struct vbblk_vq *vq, struct bio *bio)
+{
+	bool nowait = bio->bi_opf & REQ_NOWAIT;
+	struct vbblk_bio_cmd *cmd;
+
+	if (!vbblk_get_cmd_slot(vq)) {
+		if (nowait)
+			goto would_block;
+		/* Sleeping flushes our plug, so held batches go out first. */
+		vbblk_stat_inc(vblk, VBBLK_STAT_RING_FULL_WAITS);
+		wait_event(vq->wait, vbblk_get_cmd_slot(vq));
+	}
+
+	cmd = mempool_alloc(vblk->cmd_pool, nowait ? GFP_NOWAIT : GFP_NOIO);
+	if (!cmd) {
+		atomic_dec(&vq->bio_cmds);
+		wake_up(&vq->wait);
+		goto would_block;
+	}
+
+	memset(cmd, 0, sizeof(*cmd));
+	cmd->hdr.kind = VBBLK_KIND_BIO;
+	cmd->vq = vq;
+	INIT_LIST_HEAD(&cmd->park);
+	return cmd;
+
+would_block:
+	vbblk_stat_inc(vblk, VBBLK_STAT_NOWAIT_EAGAIN);
+	bio_wouldblock_error(bio);
+	return NULL;
+}
+
+static void vbblk_bio_cmd_free(struct vbblk_bio_cmd *cmd)
+{
+	struct vbblk_vq *vq = cmd->vq;
+
+	mempool_free(cmd, vq->vblk->cmd_pool);
+	atomic_dec(&vq->bio_cmds);
+	/* Submitters waiting for a slot, or a drain waiting for zero. */
+	if (wq_has_sleeper(&vq->wait))
+		wake_up(&vq->wait);
+}
+
+static void vbblk_bio_cmd_end(struct vbblk_bio_cmd *cmd, blk_status_t st)
+{
+	struct vbblk *vblk = cmd->vq->vblk;
+	struct bio *bio, *next;
+
+	if (cmd->start_time)
+		bdev_end_io_acct(vblk->disk->part0, bio_op(cmd->bio),
+				 cmd->start_time);
+
+	for (bio = cmd->bio; bio; bio = next) {
+		next = bio->bi_next;
+		bio->bi_next = NULL;
+		if (st)
+			bio->bi_status = st;
+		bio_endio(bio);
+	}
+	vbblk_bio_cmd_free(cmd);
+}
+
+/* Put the command's current stage on the ring. Caller holds vq->lock. */
+static int vbblk_bio_add_locked(struct vbblk_vq *vq, struct vbblk_bio_cmd *cmd)
+{
+	struct vbblk *vblk = vq->vblk;
+	struct scatterlist *data = NULL;
+	bool out = true;
+	struct bio *bio;
+	unsigned int n = 0;
+
+	switch (virtio32_to_cpu(vblk->vdev, cmd->hdr.out.type)) {
+	case VIRTIO_BLK_T_IN:
+		out = false;
+		fallthrough;
+	case VIRTIO_BLK_T_OUT:
+		if (!cmd->nr_segs)
+			break;
+		sg_init_table(vq->sg, cmd->nr_segs);
+		for (bio = cmd->bio; bio; bio = bio->bi_next)
+			n += vbblk_bio_map(vblk->disk->queue, bio, vq->sg + n);
+		if (WARN_ON_ONCE(n != cmd->nr_segs))
+			return -EIO;
+		data = vq->sg;
+		break;
+	case VIRTIO_BLK_T_DISCARD:
+	case VIRTIO_BLK_T_WRITE_ZEROES:
+	case VIRTIO_BLK_T_SECURE_ERASE:
+		sg_init_one(vq->sg, &cmd->range, sizeof(cmd->range));
+		data = vq->sg;
+		break;
+	}
+	return vbblk_vq_add(vq, &cmd->hdr, data, out);
+}
+
+/*
+ * Add, or park behind earlier parked commands so order is kept. A command
+ * that can never fit (an empty ring refused it) fails rather than waiting
+ * for a completion that will not come. Caller holds vq->lock.
+ */
+static bool vbblk_bio_queue_locked(struct vbblk_vq *vq,
+				   struct vbblk_bio_cmd *cmd)
+{
+	int err = -ENOSPC;
+
+	if (list_empty(&vq->parked))
+		err = vbblk_bio_add_locked(vq, cmd);
+	if (!err)
+		return true;
+	if (err == -ENOSPC && vq->inflight) {
+		list_add_tail(&cmd->park, &vq->parked);
+		vbblk_stat_inc(vq->vblk, VBBLK_STAT_PARKED);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Send a command. With @plugged the caller has noted this queue in its
+ * plug (vbblk_plug_note()), and the unplug sends the notify.
+ */
+void vbblk_bio_cmd_dispatch(struct vbblk_bio_cmd *cmd, bool plugged)
+{
+	struct vbblk_vq *vq = cmd->vq;
+	struct vbblk *vblk = vq->vblk;
+	unsigned long flags;
+	bool ok, notify = false;
+
+	if (!cmd->start_time && cmd->bytes && blk_queue_io_stat(vblk->disk->queue))
+		cmd->start_time = bdev_start_io_acct(vblk->disk->part0,
+						     cmd->bytes >> SECTOR_SHIFT,
+						     bio_op(cmd->bio), jiffies);
+
+	spin_lock_irqsave(&vq->lock, flags);
+	ok = vbblk_bio_queue_locked(vq, cmd);
+	if (plugged)
+		vbblk_stat_inc(vblk, VBBLK_STAT_PLUG_DEFERRED);
+	else
+		notify = vbblk_vq_kick_prepare(vq);
+	spin_unlock_irqrestore(&vq->lock, flags);
+
+	if (notify)
+		vbblk_vq_notify(vq);
+	if (unlikely(!ok))
+		vbblk_bio_cmd_end(cmd, BLK_STS_IOERR);
+}
+
+/* ---- Plugs: one notify per virtqueue per plug ---- */
+
+struct vbblk_plug_cb {
+	struct blk_plug_cb cb;
+	DECLARE_BITMAP(kick, VBBLK_MAX_QUEUES);
+	struct vbblk_batch *held[2];	/* batches holding bios for us */
+	bool held_more;			/* ... and others: check them all */
+};
+
+static void vbblk_unplug_batch(struct vbblk_plug_cb *p, struct vbblk_batch *b)
+{
+	/* Whatever is there now goes; its notify is ours to send below. */
+	__set_bit(b->vq->index, p->kick);
+	vbblk_batch_flush(b, VBBLK_STAT_DISPATCH_PLUG, true);
+}
+
+/* The plug is flushed (maybe from schedule()): never sleeps. */
+static void vbblk_unplug(struct blk_plug_cb *cb, bool from_schedule)
+{
+	struct vbblk_plug_cb *p = container_of(cb, struct vbblk_plug_cb, cb);
+	struct vbblk *vblk = cb->data;
+	unsigned int i;
+	int cpu;
+
+	if (p->held_more) {
+		for_each_possible_cpu(cpu)
+			vbblk_unplug_batch(p, per_cpu_ptr(vblk->batch, cpu));
+	} else {
+		for (i = 0; i < ARRAY_SIZE(p->held); i++)
+			if (p->held[i])
+				vbblk_unplug_batch(p, p->held[i]);
+	}
+	for_each_set_bit(i, p->kick, vblk->num_vqs)
+		vbblk_vq_kick(&vblk->vqs[i]);
+	kfree(p);
+
+	/* Remove may be waiting for the last plug to let go of vblk. */
+	if (atomic_dec_and_test(&vblk->plug_refs))
+		wake_up_var(&vblk->plug_refs);
+}
+
+/*
+ * If the submitter holds a plug, make its unplug notify @vq and flush
+ * batch @b (either may be NULL) and return true. Without a plug (or if
+ * the callback cannot be allocated) return false: act now.
+ */
+bool vbblk_plug_note(struct vbblk *vblk, struct vbblk_vq *vq,
+		     struct vbblk_batch *b)
+{
+	struct vbblk_plug_cb *p;
+	struct blk_plug_cb *cb;
+
+	if (!current->plug || READ_ONCE(vblk->draining))
+		return false;
+	cb = blk_check_plugged(vbblk_unplug, vblk, sizeof(*p));
+	if (!cb)
+		return false;
+	p = container_of(cb, struct vbblk_plug_cb, cb);
+	/* A new callback is zeroed: that is how we know to take a ref. */
+	if (bitmap_empty(p->kick, VBBLK_MAX_QUEUES) && !p->held[0] &&
+	    !p->held_more && (vq || b))
+		atomic_inc(&vblk->plug_refs);
+	if (vq)
+		__set_bit(vq->index, p->kick);
+	if (b && p->held[0] != b && p->held[1] != b) {
+		if (!p->held[0])
+			p->held[0] = b;
+		else if (!p->held[1])
+			p->held[1] = b;
+		else
+			p->held_more = true;
+	}
+	return true;
+}
+
+/* ---- Completion ---- */
+
+static bool vbblk_bio_next_stage(struct vbblk_bio_cmd *cmd)
+{
+	struct vbblk *vblk = cmd->vq->vblk;
+
+	if (cmd->stage == VBBLK_STAGE_PREFLUSH && cmd->bytes) {
+		cmd->stage = VBBLK_STAGE_DATA;
+		vbblk_iohdr_init(vblk, &cmd->hdr, VIRTIO_BLK_T_OUT,
+				 cmd->bio->bi_iter.bi_sector);
+		return true;
+	}
+	if (cmd->stage != VBBLK_STAGE_POSTFLUSH && cmd->postflush) {
+		cmd->stage = VBBLK_STAGE_POSTFLUSH;
+		vbblk_iohdr_init(vblk, &cmd->hdr, VIRTIO_BLK_T_FLUSH, 0);
+		return true;
+	}
+	return false;
+}
+
+/* One command came back (interrupt context, no lock held). */
+void vbblk_bio_end_cmd(struct vbblk_iohdr *hdr)
+{
+	struct vbblk_bio_cmd *cmd = container_of(hdr, struct vbblk_bio_cmd, hdr);
+	blk_status_t st = vbblk_status(hdr);
+
+	if (!st && vbblk_bio_next_stage(cmd)) {
+		vbblk_bio_cmd_dispatch(cmd, false);
+		return;
+	}
+	vbblk_bio_cmd_end(cmd, st);
+}
+
+/* After a completion: re-add parked commands, then send held batches. */
+void vbblk_bio_vq_done(struct vbblk_vq *vq)
+{
+	struct vbblk_bio_cmd *cmd, *tmp;
+	unsigned long flags;
+	bool notify = false;
+
+	if (!list_empty(&vq->parked)) {
+		spin_lock_irqsave(&vq->lock, flags);
+		list_for_each_entry_safe(cmd, tmp, &vq->parked, park) {
+			if (vbblk_bio_add_locked(vq, cmd))
+				break;
+			list_del_init(&cmd->park);
+		}
+		notify = vbblk_vq_kick_prepare(vq);
+		spin_unlock_irqrestore(&vq->lock, flags);
+		if (notify)
+			vbblk_vq_notify(vq);
+	}
+	vbblk_batch_flush_vq(vq);
+}
+
+/* ---- submit_bio ---- */
+
+static void vbblk_bio_send(struct vbblk *vblk, struct vbblk_bio_cmd *cmd)
+{
+	vbblk_bio_cmd_dispatch(cmd, vbblk_plug_note(vblk, cmd->vq, NULL));
+}
+
+/* A write with PREFLUSH and/or FUA, or an empty flush: never merged. */
+static void vbblk_bio_submit_flush(struct vbblk *vblk, struct bio *bio)
+{
+	struct vbblk_batch *b = raw_cpu_ptr(vblk->batch);
+	struct vbblk_bio_cmd *cmd;
+
+	/* Writes held on this CPU go first; the flush is a natural cut. */
+	vbblk_batch_flush(b, VBBLK_STAT_DISPATCH_FLUSH,
+			  vbblk_plug_note(vblk, b->vq, NULL));
+
+	cmd = vbblk_bio_cmd_alloc(vblk, b->vq, bio);
+	if (!cmd)
+		return;
+	cmd->bio = cmd->tail = bio;
+	cmd->nr_bios = 1;
+	cmd->bytes = bio->bi_iter.bi_size;
+	cmd->nr_segs = cmd->bytes ? vbblk_bio_segs(vblk, bio) : 0;
+	cmd->postflush = (bio->bi_opf & REQ_FUA) && cmd->bytes;
+
+	if (bio->bi_opf & REQ_PREFLUSH) {
+		cmd->stage = VBBLK_STAGE_PREFLUSH;
+		vbblk_iohdr_init(vblk, &cmd->hdr, VIRTIO_BLK_T_FLUSH, 0);
+	} else {
+		cmd->stage = VBBLK_STAGE_DATA;
+		vbblk_iohdr_init(vblk, &cmd->hdr, VIRTIO_BLK_T_OUT,
+				 bio->bi_iter.bi_sector);
+	}
+	vbblk_bio_send(vblk, cmd);
+}
+
+/* Discard, write-zeroes, secure erase: one range per command. */
+static void vbblk_bio_submit_range(struct vbblk *vblk, struct bio *bio)
+{
+	struct request_queue *q = vblk->disk->queue;
+	struct vbblk_vq *vq = raw_cpu_ptr(vblk->batch)->vq;
+	struct vbblk_bio_cmd *cmd;
+	u32 type, flags = 0;
+
+	switch (bio_op(bio)) {
+	case REQ_OP_DISCARD:
+		type = VIRTIO_BLK_T_DISCARD;
+		break;
+	case REQ_OP_WRITE_ZEROES:
+		type = VIRTIO_BLK_T_WRITE_ZEROES;
+		if (vblk->wz_may_unmap && !(bio->bi_opf & REQ_NOUNMAP))
+			flags = VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP;
+		break;
+	default:
+		type = VIRTIO_BLK_T_SECURE_ERASE;
+		/* Not always split for us by 6.1: see vbblk_set_limits(). */
+		if (bio_sectors(bio) > q->limits.max_secure_erase_sectors) {
+			struct bio *split;
+
+			split = bio_split(bio, q->limits.max_secure_erase_sectors,
+					  GFP_NOIO, &vblk->disk->bio_split);
+			bio_chain(split, bio);
+			submit_bio_noacct(bio);
+			bio = split;
+		}
+		break;
+	}
+
+	cmd = vbblk_bio_cmd_alloc(vblk, vq, bio);
+	if (!cmd)
+		return;
+	cmd->bio = cmd->tail = bio;
+	cmd->nr_bios = 1;
+	cmd->range.sector = cpu_to_le64(bio->bi_iter.bi_sector);
+	cmd->range.num_sectors = cpu_to_le32(bio_sectors(bio));
+	cmd->range.flags = cpu_to_le32(flags);
+	vbblk_iohdr_init(vblk, &cmd->hdr, type, bio->bi_iter.bi_sector);
+	vbblk_bio_send(vblk, cmd);
+}
+
+void vbblk_submit_bio(struct bio *bio)
+{
+	struct vbblk *vblk = bio->bi_bdev->bd_disk->private_data;
+
+	bio = bio_split_to_limits(bio);
+	if (!bio)
+		return;
+	vbblk_stat_inc(vblk, VBBLK_STAT_BIOS);
+
+	/* A read-only device never sees a write; an empty flush is harmless. */
+	if (unlikely(vblk->read_only && op_is_write(bio_op(bio)) &&
+		     bio_sectors(bio))) {
+		bio_io_error(bio);
+		return;
+	}
+
+	switch (bio_op(bio)) {
+	case REQ_OP_READ:
+	case REQ_OP_WRITE:
+		if (op_is_flush(bio->bi_opf))
+			vbblk_bio_submit_flush(vblk, bio);
+		else
+			vbblk_batch_submit(vblk, bio);
+		break;
+	case REQ_OP_DISCARD:
+	case REQ_OP_WRITE_ZEROES:
+	case REQ_OP_SECURE_ERASE:
+		vbblk_bio_submit_range(vblk, bio);
+		break;
+	default:
+		bio->bi_status = BLK_STS_NOTSUPP;
+		bio_endio(bio);
+		break;
+	}
+}
+
+/* ---- Setup and teardown ---- */
+
+int vbblk_bio_init(struct vbblk *vblk)
+{
+	struct request_queue *q = vblk->disk->queue;
+	unsigned int i;
+
+	vblk->depth = min(vbblk_queue_depth,
+			  virtqueue_get_vring_size(vblk->vqs[0].vq));
+	vblk->cmd_pool = mempool_create_kmalloc_pool(VBBLK_CMD_POOL_MIN,
+					sizeof(struct vbblk_bio_cmd));
+	vblk->batch = alloc_percpu(struct vbblk_batch);
+	if (!vblk->cmd_pool || !vblk->batch)
+		goto fail;
+
+	for (i = 0; i < vblk->num_vqs; i++) {
+		struct vbblk_vq *vq = &vblk->vqs[i];
+
+		atomic_set(&vq->bio_cmds, 0);
+		vq->sg = kvmalloc_array(vblk->sg_elems, sizeof(*vq->sg),
+					GFP_KERNEL);
+		if (!vq->sg || !zalloc_cpumask_var(&vq->cpus, GFP_KERNEL))
+			goto fail;
+	}
+
+	vbblk_batch_init(vblk);
+	blk_queue_flag_set(QUEUE_FLAG_NOWAIT, q);
+	blk_queue_flag_set(QUEUE_FLAG_IO_STAT, q);
+	return 0;
+fail:
+	vbblk_bio_exit(vblk);
+	return -ENOMEM;
+}
+
+void vbblk_bio_exit(struct vbblk *vblk)
+{
+	unsigned int i;
+
+	for (i = 0; i < vblk->num_vqs; i++) {
+		kvfree(vblk->vqs[i].sg);
+		vblk->vqs[i].sg = NULL;
+		free_cpumask_var(vblk->vqs[i].cpus);
+	}
+	free_percpu(vblk->batch);
+	vblk->batch = NULL;
+	mempool_destroy(vblk->cmd_pool);
+	vblk->cmd_pool = NULL;
+}
+
+/*
+ * Wait until no bio command is held, parked or on the ring. The caller
+ * has stopped new bios (del_gendisk or a frozen queue), so held batches
+ * are the last to go out, and no plug callback will run after this.
+ */
+void vbblk_bio_drain(struct vbblk *vblk)
+{
+	unsigned int i;
+
+	WRITE_ONCE(vblk->draining, true);
+	vbblk_batch_flush_all(vblk, VBBLK_STAT_DISPATCH_DRAIN);
+	for (i = 0; i < vblk->num_vqs; i++) {
+		struct vbblk_vq *vq = &vblk->vqs[i];
+
+		/* Notifies a plug deferred: the plug may not be flushed yet. */
+		vbblk_vq_kick(vq);
+		wait_event(vq->wait, !atomic_read(&vq->bio_cmds));
+	}
+	wait_var_event(&vblk->plug_refs, !atomic_read(&vblk->plug_refs));
+}
