@@ -126,7 +126,7 @@ void vbblk_batch_flush_vq(struct vbblk_vq *vq)
 	struct vbblk *vblk = vq->vblk;
 	int cpu;
 
-	smp_mb();
+	smp_mb(); /* inflight was lowered before we look for held commands */
 	for_each_cpu(cpu, vq->cpus) {
 		struct vbblk_batch *b = per_cpu_ptr(vblk->batch, cpu);
 

@@ -73,7 +73,8 @@ int vbblk_vq_add(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 	if (err)
 		return err;
 
-	vq->inflight++;
+	/* Read without the lock by the batch hold test. */
+	WRITE_ONCE(vq->inflight, vq->inflight + 1);
 	/* Count what the device will see (GET_ID is not I/O). */
 	if (type != VIRTIO_BLK_T_GET_ID) {
 		vbblk_stat_inc(vblk, VBBLK_STAT_REQUESTS);
@@ -127,7 +128,7 @@ struct vbblk_iohdr *vbblk_vq_reap(struct vbblk_vq *vq)
 		while ((hdr = virtqueue_get_buf(vq->vq, &len)) != NULL) {
 			*tail = hdr;
 			tail = &hdr->done_next;
-			vq->inflight--;
+			WRITE_ONCE(vq->inflight, vq->inflight - 1);
 		}
 		if (unlikely(virtqueue_is_broken(vq->vq)))
 			break;
