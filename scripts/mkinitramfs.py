@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Build the test initramfs (uncompressed newc cpio) for the vbblk guest tests.
+
+Contents: busybox-static (+ applet links), fio, e2fsprogs, util-linux
+blkdiscard/blockdev/fallocate, kmod (modprobe/insmod/rmmod/lsmod/modinfo),
+vbtool (static, built from tests/tools/vbtool.c), the guest kernel's virtio,
+ext4, 9p and null_blk modules (+ depmod data), vbblk.ko (if present) in
+/lib/modules/<ver>/extra, the guest test scripts (/tests), vbblk-bind.sh, /init.
+
+usage: scripts/mkinitramfs.py [-o OUT] [--kver VER] [--vbblk-ko PATH] [--stage DIR]
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, 'tests', 'lib'))
+import kver as kv  # noqa: E402
+
+# Modules the guest needs (dependencies are resolved through modules.dep).
+MODULES = ['virtio_pci', 'virtio_blk', 'ext4', 'crc32c_generic', 'crc32c-intel',
+           '9p', '9pnet_virtio', 'null_blk']
+
+# (host path, names to expose in the guest's /usr/sbin or /usr/bin)
+BINARIES = [
+    ('/usr/bin/fio', []),
+    ('/usr/sbin/mke2fs', ['/usr/sbin/mkfs.ext4']),
+    ('/usr/sbin/e2fsck', ['/usr/sbin/fsck.ext4']),
+    ('/usr/sbin/resize2fs', []),
+    ('/usr/sbin/tune2fs', []),
+    ('/usr/sbin/dumpe2fs', []),
+    ('/usr/sbin/blkdiscard', []),
+    ('/usr/sbin/blockdev', []),
+    ('/usr/bin/fallocate', []),
+    ('/usr/bin/kmod', ['/usr/sbin/modprobe', '/usr/sbin/insmod', '/usr/sbin/rmmod',
+                       '/usr/sbin/lsmod', '/usr/sbin/modinfo', '/usr/sbin/depmod',
+                       '/sbin/modprobe']),
+]
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, **kw)
+
+
+def copy_file(src, root, dst=None):
+    dst = os.path.join(root, (dst or src).lstrip('/'))
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    if os.path.lexists(dst):
+        os.unlink(dst)
+    shutil.copy2(os.path.realpath(src), dst)
+    return dst
+
+
+def symlink(target, root, path):
+    p = os.path.join(root, path.lstrip('/'))
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    if os.path.lexists(p):
+        os.unlink(p)
+    os.symlink(target, p)
+
+
+def libs_of(binary):
+    out = subprocess.run(['ldd', binary], capture_output=True, text=True).stdout
+    libs = []
+    for line in out.splitlines():
+        m = re.search(r'=>\s*(/\S+)', line) or re.match(r'\s*(/\S+)', line)
+        if m:
+            libs.append(m.group(1))
+    return libs
+
+
+def module_files(ver, names):
+    files = []
+    for n in names:
+        r = subprocess.run(['modprobe', '--show-depends', '-S', ver, '-d', '/', n],
+                           capture_output=True, text=True)
+        if r.returncode:
+            raise SystemExit('mkinitramfs: cannot resolve module %s for %s: %s'
+                             % (n, ver, r.stderr.strip()))
+        for line in r.stdout.splitlines():
+            w = line.split()
+            if w and w[0] == 'insmod':
+                f = os.path.normpath(w[1])
+                if f not in files:
+                    files.append(f)
+    return files
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('-o', '--out', default=os.path.join(REPO, 'tests/out/build/initramfs.cpio'))
+    ap.add_argument('--kver', default=None)
+    ap.add_argument('--vbblk-ko', default=os.environ.get('VBBLK_KO', os.path.join(REPO, 'vbblk.ko')))
+    ap.add_argument('--stage', default=None)
+    ap.add_argument('--vbtool', default=None, help='prebuilt vbtool (default: compile)')
+    a = ap.parse_args()
+
+    ver = a.kver or kv.guest_kver()
+    stage = a.stage or os.path.join(os.path.dirname(os.path.abspath(a.out)), 'initramfs-root')
+    if os.path.exists(stage):
+        shutil.rmtree(stage)
+    os.makedirs(stage)
+    for d in ['bin', 'sbin', 'usr/bin', 'usr/sbin', 'lib/x86_64-linux-gnu', 'lib64', 'proc',
+              'sys', 'dev', 'tmp', 'host', 'mnt', 'etc', 'root', 'run', 'tests', 'var/tmp']:
+        os.makedirs(os.path.join(stage, d), exist_ok=True)
+
+    # busybox + applet links (real tools copied later replace the links)
+    bb = shutil.which('busybox') or '/bin/busybox'
+    copy_file(bb, stage, '/bin/busybox')
+    for app in subprocess.run([bb, '--list-full'], capture_output=True, text=True,
+                              check=True).stdout.split():
+        if app != 'bin/busybox':
+            symlink('/bin/busybox', stage, '/' + app)
+
+    # dynamically linked tools + their libraries + loader
+    libs = set()
+    for path, aliases in BINARIES:
+        if not os.path.exists(path):
+            raise SystemExit('mkinitramfs: missing %s (run scripts/install-deps.sh)' % path)
+        copy_file(path, stage)
+        for al in aliases:
+            symlink(path, stage, al)
+        libs.update(libs_of(path))
+    for lib in sorted(libs):
+        copy_file(lib, stage)
+
+    # vbtool (static)
+    vbtool = os.path.join(stage, 'usr/bin/vbtool')
+    if a.vbtool:
+        copy_file(a.vbtool, stage, '/usr/bin/vbtool')
+    else:
+        run(['gcc', '-static', '-O2', '-Wall', '-Wextra', '-Werror', '-o', vbtool,
+             os.path.join(REPO, 'tests/tools/vbtool.c')])
+
+    # kernel modules
+    mdir = '/lib/modules/%s' % ver
+    for f in module_files(ver, MODULES):
+        copy_file(f, stage)
+    for f in ['modules.order', 'modules.builtin', 'modules.builtin.modinfo']:
+        if os.path.exists(os.path.join(mdir, f)):
+            copy_file(os.path.join(mdir, f), stage)
+    have_vbblk = os.path.exists(a.vbblk_ko)
+    if have_vbblk:
+        copy_file(a.vbblk_ko, stage, mdir + '/extra/vbblk.ko')
+    run(['depmod', '-b', stage, ver])
+
+    # scripts
+    copy_file(os.path.join(REPO, 'tests/guest/init'), stage, '/init')
+    os.chmod(os.path.join(stage, 'init'), 0o755)
+    gdir = os.path.join(REPO, 'tests/guest')
+    for f in sorted(os.listdir(gdir)):
+        if f != 'init':
+            copy_file(os.path.join(gdir, f), stage, '/tests/' + f)
+    copy_file(os.path.join(REPO, 'scripts/vbblk-bind.sh'), stage, '/usr/sbin/vbblk-bind.sh')
+    os.chmod(os.path.join(stage, 'usr/sbin/vbblk-bind.sh'), 0o755)
+
+    with open(os.path.join(stage, 'etc/passwd'), 'w') as f:
+        f.write('root:x:0:0:root:/root:/bin/sh\n')
+    with open(os.path.join(stage, 'etc/group'), 'w') as f:
+        f.write('root:x:0:\n')
+    symlink('/proc/mounts', stage, '/etc/mtab')
+    with open(os.path.join(stage, 'etc/vbtest-build'), 'w') as f:
+        f.write('kver=%s\nvbblk=%s\n' % (ver, a.vbblk_ko if have_vbblk else ''))
+    os.mknod(os.path.join(stage, 'dev/console'), 0o600 | 0o020000, os.makedev(5, 1))
+    os.mknod(os.path.join(stage, 'dev/null'), 0o666 | 0o020000, os.makedev(1, 3))
+
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    tmp = a.out + '.tmp'
+    with open(tmp, 'wb') as out:
+        find = subprocess.Popen(['find', '.', '-print0'], cwd=stage, stdout=subprocess.PIPE)
+        run(['cpio', '--null', '-o', '-H', 'newc', '--quiet', '--reproducible'],
+            cwd=stage, stdin=find.stdout, stdout=out)
+        if find.wait():
+            raise SystemExit('mkinitramfs: find failed')
+    os.replace(tmp, a.out)
+    print('mkinitramfs: %s (%d MiB, kernel %s, vbblk.ko: %s)'
+          % (a.out, os.path.getsize(a.out) >> 20, ver, a.vbblk_ko if have_vbblk else 'absent'))
+
+
+if __name__ == '__main__':
+    main()

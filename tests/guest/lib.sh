@@ -1,0 +1,117 @@
+# Common helpers for the guest test scripts (busybox sh). Source it first:
+#   . /tests/lib.sh
+# DRIVER is vbblk or virtio_blk (from the kernel command line).
+set -e
+DRIVER=${DRIVER:-vbblk}
+KVER=$(uname -r)
+VBBLK_KO=/lib/modules/$KVER/extra/vbblk.ko
+
+# busybox-static's sh runs its own applets before searching PATH; use the real
+# util-linux / kmod tools where the initramfs has them.
+for _t in /usr/sbin/blkdiscard /usr/sbin/blockdev /usr/bin/fallocate /usr/sbin/modprobe \
+	  /usr/sbin/insmod /usr/sbin/rmmod /usr/sbin/lsmod; do
+	[ -x "$_t" ] && eval "${_t##*/}() { $_t \"\$@\"; }"
+done
+
+log() { echo "[$VBTEST] $*"; }
+fail() { echo "[$VBTEST] FAIL: $*"; exit 1; }
+# run CMD...: run a command, fail the test with a message if it fails
+must() { "$@" || fail "command failed (rc=$?): $*"; }
+# mustfail CMD...: the command must fail
+mustfail() { if "$@"; then fail "command unexpectedly succeeded: $*"; fi; }
+
+# drv_load [params...]: load the driver under test
+drv_load() {
+	if [ "$DRIVER" = vbblk ]; then
+		[ -f "$VBBLK_KO" ] || fail "vbblk.ko not in initramfs"
+		# dependencies (virtio, virtio_ring) are already loaded by virtio_pci
+		# VBPARAMS (tests/run: VBBLK_PARAMS=...) come first, test params override
+		insmod "$VBBLK_KO" $VBPARAMS "$@" || fail "insmod vbblk $VBPARAMS $* failed"
+	else
+		modprobe virtio_blk "$@" || fail "modprobe virtio_blk $* failed"
+	fi
+}
+
+drv_unload() {
+	rmmod "$DRIVER" || fail "rmmod $DRIVER failed"
+}
+
+# hwq_count vdX: number of blk-mq hardware queues, or "none" for a bio-based disk
+hwq_count() {
+	if [ -d "/sys/block/$1/mq" ]; then ls -d /sys/block/$1/mq/* 2>/dev/null | wc -l; else echo none; fi
+}
+
+drv_loaded() { [ -d "/sys/module/$DRIVER" ]; }
+
+# disk_by_serial SERIAL [TIMEOUT_S]: echo the vdX name of the disk with that serial
+disk_by_serial() {
+	_s=$1 _t=${2:-20}
+	_i=0
+	while [ $_i -lt $((_t * 10)) ]; do
+		for _f in /sys/block/vd*/serial; do
+			[ -r "$_f" ] || continue
+			if [ "$(cat "$_f" 2>/dev/null)" = "$_s" ]; then
+				_d=${_f#/sys/block/}
+				_d=${_d%/serial}
+				if [ -b "/dev/$_d" ]; then echo "$_d"; return 0; fi
+			fi
+		done
+		sleep 0.1
+		_i=$((_i + 1))
+	done
+	echo "[$VBTEST] FAIL: no disk with serial '$_s' after ${_t}s" >&2
+	ls /sys/block >&2
+	return 1
+}
+
+# wait_gone vdX [TIMEOUT_S]
+wait_gone() {
+	_i=0
+	while [ -e "/sys/block/$1" ] && [ $_i -lt $((${2:-10} * 10)) ]; do sleep 0.1; _i=$((_i + 1)); done
+	[ ! -e "/sys/block/$1" ]
+}
+
+sysblk() { cat "/sys/block/$1/$2"; }
+
+# expect_eq WHAT ACTUAL EXPECTED
+expect_eq() {
+	[ "$2" = "$3" ] || fail "$1: got '$2', expected '$3'"
+	log "ok: $1 = $2"
+}
+
+# hostcmd ACTION ARGS...: ask the host test driver to do something (QMP etc.).
+# Prints the answer body; returns non-zero if the host reported an error.
+hostcmd() {
+	# the sequence number lives in a file: hostcmd usually runs in a $(...) subshell
+	_n=$(cat /tmp/.hostcmd.seq 2>/dev/null || echo 0)
+	_n=$((_n + 1))
+	echo $_n > /tmp/.hostcmd.seq
+	_id=$(printf '%05d' $_n)
+	echo "$*" > /host/req/$_id.tmp
+	mv /host/req/$_id.tmp /host/req/$_id.req
+	_i=0
+	while [ ! -e /host/req/$_id.resp ]; do
+		sleep 0.1
+		_i=$((_i + 1))
+		[ $_i -lt 600 ] || { echo "[$VBTEST] FAIL: host did not answer '$*'" >&2; return 1; }
+	done
+	_st=$(head -n 1 /host/req/$_id.resp)
+	tail -n +2 /host/req/$_id.resp
+	[ "$_st" = OK ] || { echo "[$VBTEST] host: $_st" >&2; return 1; }
+}
+
+# fio wrapper: show output, fail with message on non-zero exit
+run_fio() {
+	log "fio $*"
+	fio "$@" > /tmp/fio.out 2>&1 || { cat /tmp/fio.out; fail "fio failed: $*"; }
+	grep -E 'err=|IOPS|verify' /tmp/fio.out | head -n 40 || true
+	if grep -q 'verify: bad' /tmp/fio.out; then cat /tmp/fio.out; fail "fio reported verify errors"; fi
+}
+
+devsum() { # devsum DEV [MiB]: sha256 of the first MiB of the device (default all)
+	if [ -n "$2" ]; then
+		dd if="/dev/$1" bs=1M count="$2" iflag=direct 2>/dev/null | sha256sum | cut -d' ' -f1
+	else
+		dd if="/dev/$1" bs=1M iflag=direct 2>/dev/null | sha256sum | cut -d' ' -f1
+	fi
+}

@@ -1,0 +1,155 @@
+"""Host-side definitions of the vbblk guest tests.
+
+Each test boots one guest that runs tests/guest/<name>.sh.  A test declares its
+disks (vm.Disk), timeout, whether it is vbblk-specific, optional extra host
+actions (callable from the guest with `hostcmd`) and optional host-side
+setup/check hooks (run before boot / after a passing guest run)."""
+import hashlib
+import os
+
+from vm import Disk, sha256_file
+
+TESTS = []
+
+
+class Test:
+    def __init__(self, name, disks, timeout=240, vbblk_only=False, mem=1024, setup=None,
+                 check=None, actions=None, doc='', optional=False, extra_args=(), append='',
+                 smp=2):
+        self.name = name
+        self.disks = disks
+        self.timeout = timeout
+        self.vbblk_only = vbblk_only
+        self.mem = mem
+        self.setup = setup
+        self.check = check
+        self.actions = actions or {}
+        self.doc = doc
+        self.optional = optional  # only run when named explicitly
+        # extra QEMU arguments: a list, or callable(outdir) -> list (e.g. for
+        # '-trace', 'virtio_blk_*,file=<outdir>/trace.log')
+        self.extra_args = extra_args
+        self.append = append      # extra kernel command line
+        self.smp = smp
+
+
+def test(name, **kw):
+    def make(disks_fn):
+        TESTS.append(Test(name, disks_fn, doc=(disks_fn.__doc__ or '').strip(), **kw))
+        return disks_fn
+    return make
+
+
+def random_fill(path, seed=b'vbblk'):
+    """Deterministic non-zero content for a backing file."""
+    size = os.path.getsize(path)
+    block = b''
+    h = seed
+    while len(block) < (1 << 20):
+        h = hashlib.sha256(h).digest()
+        block += h * 64
+    block = block[:1 << 20]
+    with open(path, 'r+b') as f:
+        for off in range(0, size, len(block)):
+            f.write(block[:min(len(block), size - off)])
+
+
+# --------------------------------------------------------------------------
+@test('integrity', timeout=480)
+def _integrity():
+    """fio crc32c verify (seq+rand, 512B-1MiB, qd 1/32, 2 jobs) on 1- and 2-queue disks, then reload and re-verify"""
+    return [Disk('integ1', '64M', serial='INTEG-1', props={'num-queues': 1}),
+            Disk('integ2', '64M', serial='INTEG-2', props={'num-queues': 2})]
+
+
+@test('ext4', timeout=300)
+def _ext4():
+    """ext4 file tree checksums survive umount + driver reload; fsck clean"""
+    return [Disk('ext4d', '256M', serial='EXT4-1')]
+
+
+@test('identity', timeout=180)
+def _identity():
+    """serial, geometry, block sizes, io_min/io_opt and capacity match QEMU"""
+    return [Disk('id512e', '1G', backend='null-co', serial='ID-SER-512e',
+                 props={'logical_block_size': 512, 'physical_block_size': 4096,
+                        'min_io_size': 4096, 'opt_io_size': 65536,
+                        'cyls': 2080, 'heads': 16, 'secs': 63}),
+            Disk('id4kn', '512M', backend='null-co', serial='ID-SER-4kn',
+                 props={'logical_block_size': 4096, 'physical_block_size': 4096,
+                        'min_io_size': 8192, 'opt_io_size': 1048576,
+                        'cyls': 1040, 'heads': 255, 'secs': 63})]
+
+
+def _ro_setup(guest):
+    d = guest.disk_by_id['rodisk']
+    guest.ro_sum = sha256_file(d.path)
+
+
+def _ro_check(guest):
+    d = guest.disk_by_id['rodisk']
+    after = sha256_file(d.path)
+    if after != guest.ro_sum:
+        return 'read-only backing file changed (sha256 %s -> %s)' % (guest.ro_sum, after)
+    return None
+
+
+@test('readonly', timeout=180, setup=_ro_setup, check=_ro_check)
+def _readonly():
+    """read-only drive: ro=1, dd/fio/mkfs writes fail, backing file unchanged"""
+    return [Disk('rodisk', '32M', serial='RO-1', read_only=True, prefill=random_fill)]
+
+
+@test('resize', timeout=240)
+def _resize():
+    """online block_resize while ext4 is mounted; guest sees new size; resize2fs online"""
+    return [Disk('rsz', '128M', serial='RESIZE-1')]
+
+
+@test('discard', timeout=240)
+def _discard():
+    """discard punches holes in the backing file, write-zeroes reads back zeroes"""
+    return [Disk('dsc', '128M', serial='DISCARD-1', discard='unmap',
+                 props={'discard': 'on', 'write-zeroes': 'on'})]
+
+
+@test('cache_type', timeout=180)
+def _cache_type():
+    """cache_type write back <-> write through, confirmed by QMP query-block"""
+    return [Disk('wce', '64M', serial='WCE-1', props={'config-wce': 'on'})]
+
+
+@test('ioerror', timeout=180)
+def _ioerror():
+    """a host read error (blkdebug) fails only the affected I/O with EIO; the driver survives"""
+    cfg = ('[inject-error]\nevent = "read_aio"\nerrno = "5"\niotype = "read"\nsector = "%d"\n' % (4 << 11))
+    return [Disk('ioe', '16M', backend='blkdebug', serial='IOERR-1', blkdebug_config=cfg)]
+
+
+@test('load_unload', timeout=480)
+def _load_unload():
+    """50 load/unload cycles with I/O; rmmod refused while ext4 is mounted"""
+    return [Disk('lu', '64M', serial='LU-1')]
+
+
+@test('bad_params', timeout=180, vbblk_only=True)
+def _bad_params():
+    """invalid module parameters fail the load cleanly with a vbblk: message"""
+    return [Disk('bp', '64M', serial='BP-1')]
+
+
+@test('coexist', timeout=300, vbblk_only=True)
+def _coexist():
+    """virtio_blk and vbblk each drive one disk at once; move a disk with vbblk-bind.sh"""
+    return [Disk('co1', '64M', serial='CO-1'), Disk('co2', '64M', serial='CO-2')]
+
+
+@test('coexist_reload', timeout=180, vbblk_only=True, optional=True)
+def _coexist_reload():
+    """(opt-in) reload virtio_blk while vbblk owns disks: no vdX name reuse"""
+    return [Disk('co1', '32M', serial='CO-1'), Disk('co2', '32M', serial='CO-2'),
+            Disk('co3', '32M', serial='CO-3')]
+
+
+def by_name():
+    return {t.name: t for t in TESTS}

@@ -1,0 +1,353 @@
+"""Boot one QEMU guest for a vbblk test, service its host-action requests
+over a 9p share, and judge the outcome from the console log."""
+import hashlib
+import json
+import os
+import re
+import secrets
+import shlex
+import shutil
+import signal
+import subprocess
+import time
+
+from qmp import QMP, QMPError
+
+BAD_PATTERNS = ['BUG:', 'WARNING:', 'Oops', 'Call Trace', 'hung_task', 'soft lockup',
+                'hard LOCKUP', 'Kernel panic']
+_BAD_RE = re.compile('|'.join(re.escape(p) for p in BAD_PATTERNS))
+
+
+def parse_size(s):
+    s = str(s).strip()
+    m = re.fullmatch(r'(\d+)\s*([KMGT]?)(i?B)?', s, re.I)
+    if not m:
+        raise ValueError('bad size %r' % s)
+    return int(m.group(1)) << {'': 0, 'K': 10, 'M': 20, 'G': 30, 'T': 40}[m.group(2).upper()]
+
+
+CACHE_MODES = {  # mode: (cache.direct, cache.no-flush, device write-cache)
+    'writeback': ('off', 'off', 'on'),
+    'none': ('on', 'off', 'on'),
+    'writethrough': ('off', 'off', 'off'),
+    'directsync': ('on', 'off', 'off'),
+    'unsafe': ('off', 'on', 'on'),
+}
+
+
+class Disk:
+    """One virtio-blk-pci disk.
+
+    backend: 'raw' (a file of `size` bytes in the image dir), 'null-co', or
+    'blkdebug' (raw format over blkdebug over a file; blkdebug_config = text of
+    its config file).  The top block node-name and the qdev id are both `id`
+    (a blkdebug disk also has nodes `<id>-dbg` and `<id>-file`).  `props` go verbatim to -device, e.g.
+    {'num-queues': 2, 'queue-size': 256, 'discard': 'on', 'write-zeroes': 'on',
+     'config-wce': 'on', 'logical_block_size': 4096, 'physical_block_size': 4096,
+     'min_io_size': 4096, 'opt_io_size': 65536, 'cyls': 100, 'heads': 16, 'secs': 63}.
+    `prefill(path)` is called on the host to fill the backing file before boot.
+    """
+
+    def __init__(self, id, size='64M', backend='raw', serial=None, read_only=False,
+                 cache='writeback', discard='unmap', props=None, blkdebug_config=None,
+                 prefill=None, sparse=True):
+        self.id = id
+        self.size = parse_size(size)
+        self.backend = backend
+        self.serial = serial if serial is not None else id
+        self.read_only = read_only
+        self.cache = cache
+        self.discard = discard
+        self.props = dict(props or {})
+        self.blkdebug_config = blkdebug_config
+        self.prefill = prefill
+        self.sparse = sparse
+        self.path = None
+
+    def create(self, imgdir):
+        if self.backend == 'null-co':
+            return
+        self.path = os.path.join(imgdir, '%s.img' % self.id)
+        with open(self.path, 'wb') as f:
+            f.truncate(self.size)
+        if self.prefill:
+            self.prefill(self.path)
+        if self.backend == 'blkdebug' and self.blkdebug_config is not None:
+            with open(os.path.join(imgdir, '%s.blkdebug' % self.id), 'w') as f:
+                f.write(self.blkdebug_config)
+
+    def qemu_args(self, imgdir):
+        direct, noflush, wce = CACHE_MODES[self.cache]
+        ro = 'on' if self.read_only else 'off'
+        args = []
+        if self.backend == 'null-co':
+            args += ['-blockdev', 'driver=null-co,node-name=%s,size=%d,read-zeroes=on,read-only=%s'
+                     % (self.id, self.size, ro)]
+        else:
+            fnode = self.id if self.backend == 'raw' else self.id + '-file'
+            args += ['-blockdev', 'driver=file,node-name=%s,filename=%s,cache.direct=%s,'
+                     'cache.no-flush=%s,discard=%s,read-only=%s'
+                     % (fnode, self.path, direct, noflush, self.discard, ro)]
+            if self.backend == 'blkdebug':
+                # raw format (node `id`) over blkdebug (`id-dbg`) over the file
+                # (`id-file`): the raw layer emits the read_aio/write_aio
+                # events that blkdebug [inject-error] rules trigger on.
+                b = 'driver=blkdebug,node-name=%s-dbg,image=%s,read-only=%s' % (self.id, fnode, ro)
+                if self.blkdebug_config is not None:
+                    b += ',config=%s' % os.path.join(imgdir, '%s.blkdebug' % self.id)
+                args += ['-blockdev', b,
+                         '-blockdev', 'driver=raw,node-name=%s,file=%s-dbg,read-only=%s,discard=%s'
+                         % (self.id, self.id, ro, self.discard)]
+            elif self.backend != 'raw':
+                raise ValueError('unknown backend %s' % self.backend)
+        dev = ['virtio-blk-pci', 'drive=%s' % self.id, 'id=%s' % self.id,
+               'serial=%s' % self.serial, 'write-cache=%s' % wce]
+        for k, v in self.props.items():
+            dev.append('%s=%s' % (k, v))
+        args += ['-device', ','.join(dev)]
+        return args
+
+
+def choose_accel():
+    a = os.environ.get('ACCEL', '').strip()
+    if a:
+        return a
+    try:
+        flags = open('/proc/cpuinfo').read()
+    except OSError:
+        flags = ''
+    if re.search(r'\b(vmx|svm)\b', flags) and os.access('/dev/kvm', os.W_OK):
+        return 'kvm'
+    return 'tcg'
+
+
+class Result:
+    def __init__(self, ok, reason='', duration=0.0):
+        self.ok = ok
+        self.reason = reason
+        self.duration = duration
+
+
+class Guest:
+    def __init__(self, name, outdir, kernel, initrd, disks=(), driver='vbblk', mem=1024,
+                 smp=2, timeout=300, imgdir=None, append='', actions=None, extra_args=(),
+                 vbblk_params=''):
+        self.name = name
+        self.outdir = outdir
+        self.kernel = kernel
+        self.initrd = initrd
+        self.disks = list(disks)
+        self.driver = driver
+        self.mem = mem
+        self.smp = smp
+        self.timeout = timeout
+        self.imgdir = imgdir
+        self.append = append
+        self.vbblk_params = vbblk_params
+        self.actions = dict(actions or {})
+        self.extra_args = list(extra_args)
+        self.share = os.path.join(outdir, 'share')
+        self.console = os.path.join(outdir, 'console.log')
+        self.qmp_path = os.path.join(outdir, 'qmp.sock')
+        self.token = secrets.token_hex(6)
+        self.proc = None
+        self.qmp = None
+        self.disk_by_id = {d.id: d for d in self.disks}
+        self.hostlog = []
+
+    # ---- setup -------------------------------------------------------
+    def prepare(self):
+        if os.path.exists(self.outdir):
+            shutil.rmtree(self.outdir)
+        os.makedirs(os.path.join(self.share, 'req'))
+        os.makedirs(self.imgdir, exist_ok=True)
+        for d in self.disks:
+            d.create(self.imgdir)
+
+    def cmdline(self):
+        accel = choose_accel()
+        cmd = ['qemu-system-x86_64', '-nodefaults', '-nographic', '-no-reboot',
+               '-machine', 'pc', '-accel', 'kvm' if accel == 'kvm' else 'tcg,thread=multi',
+               '-cpu', 'host' if accel == 'kvm' else 'max',
+               '-smp', str(self.smp), '-m', str(self.mem),
+               '-kernel', self.kernel, '-initrd', self.initrd,
+               '-append', ' '.join(['console=ttyS0,115200', 'loglevel=5', 'panic=-1',
+                                    'oops=panic', 'mitigations=off', 'nokaslr',
+                                    'vbtest=%s' % self.name, 'vbdriver=%s' % self.driver,
+                                    'vbtoken=%s' % self.token] +
+                                   (['vbparams=%s' % ','.join(self.vbblk_params.split())]
+                                    if self.vbblk_params else []) +
+                                   ([self.append] if self.append else [])),
+               '-serial', 'file:%s' % self.console, '-monitor', 'none',
+               '-qmp', 'unix:%s,server=on,wait=off' % self.qmp_path,
+               '-nic', 'none',
+               '-fsdev', 'local,id=vbhost,path=%s,security_model=none' % self.share,
+               '-device', 'virtio-9p-pci,fsdev=vbhost,mount_tag=vbhost']
+        for d in self.disks:
+            cmd += d.qemu_args(self.imgdir)
+        return cmd + self.extra_args
+
+    # ---- host actions ------------------------------------------------
+    def _disk(self, id):
+        if id not in self.disk_by_id:
+            raise ValueError('unknown disk %s' % id)
+        return self.disk_by_id[id]
+
+    @staticmethod
+    def _match(entry, id):
+        return entry.get('node-name') == id or entry.get('device') == id or \
+            entry.get('qdev') in (id, '/machine/peripheral/%s/virtio-backend' % id)
+
+    def do_action(self, line):
+        w = line.split()
+        if not w:
+            raise ValueError('empty request')
+        op, args = w[0], w[1:]
+        if op in self.actions:
+            return self.actions[op](self, *args) or ''
+        if op == 'resize':
+            size = parse_size(args[1])
+            self.qmp.execute('block_resize', **{'node-name': args[0], 'size': size})
+            return 'size=%d\n' % size
+        if op == 'device_del':
+            self.qmp.execute('device_del', id=args[0])
+            return ''
+        if op == 'blockstats':
+            for e in self.qmp.execute('query-blockstats'):
+                if self._match(e, args[0]):
+                    return ''.join('%s=%s\n' % (k, v) for k, v in sorted(e['stats'].items())
+                                   if not isinstance(v, (dict, list)))
+            raise ValueError('no blockstats for %s' % args[0])
+        if op == 'cache':
+            for e in self.qmp.execute('query-block'):
+                if self._match(e, args[0]) and 'inserted' in e:
+                    ins = e['inserted']
+                    out = ''.join('%s=%s\n' % (k, str(v).lower()) for k, v in ins['cache'].items())
+                    return out + 'ro=%s\n' % str(ins.get('ro')).lower()
+            raise ValueError('no block device %s' % args[0])
+        if op == 'alloc':
+            return '%d\n' % (os.stat(self._disk(args[0]).path).st_blocks * 512)
+        if op == 'filesize':
+            return '%d\n' % os.path.getsize(self._disk(args[0]).path)
+        if op == 'sha256':
+            return sha256_file(self._disk(args[0]).path) + '\n'
+        if op == 'qmp':
+            rest = line.split(None, 2)
+            a = json.loads(rest[2]) if len(rest) > 2 else {}
+            return json.dumps(self.qmp.cmd(rest[1], **a)) + '\n'
+        if op == 'log':
+            return ''
+        raise ValueError('unknown host action %r' % op)
+
+    def _service_requests(self):
+        rdir = os.path.join(self.share, 'req')
+        for f in sorted(os.listdir(rdir)):
+            if not f.endswith('.req'):
+                continue
+            p = os.path.join(rdir, f)
+            try:
+                line = open(p).read().strip()
+            except OSError:
+                continue
+            try:
+                body = self.do_action(line)
+                resp = 'OK\n' + body
+            except (QMPError, ValueError, IndexError, OSError, TypeError) as e:
+                resp = 'ERR %s: %s\n' % (type(e).__name__, e)
+            self.hostlog.append('%.1fs %s -> %s' % (time.time() - self.t0, line,
+                                                    resp.strip().replace('\n', ' | ')))
+            base = p[:-4]
+            with open(base + '.resp.tmp', 'w') as o:
+                o.write(resp)
+            os.rename(p, base + '.done')
+            os.rename(base + '.resp.tmp', base + '.resp')
+
+    # ---- run ---------------------------------------------------------
+    def run(self):
+        self.prepare()
+        cmd = self.cmdline()
+        with open(os.path.join(self.outdir, 'cmdline.txt'), 'w') as f:
+            f.write(' '.join(shlex.quote(c) for c in cmd) + '\n')
+        self.t0 = time.time()
+        qlog = open(os.path.join(self.outdir, 'qemu.log'), 'w')
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=qlog, stderr=qlog,
+                                     start_new_session=True)
+        timed_out = False
+        err = None
+        try:
+            try:
+                self.qmp = QMP(self.qmp_path, timeout=15)
+            except QMPError as e:
+                if self.proc.poll() is None:
+                    err = str(e)
+            while self.proc.poll() is None:
+                if time.time() - self.t0 > self.timeout:
+                    timed_out = True
+                    break
+                if self.qmp:
+                    try:
+                        self._service_requests()
+                    except (QMPError, OSError) as e:
+                        if self.proc.poll() is None:
+                            self.hostlog.append('host action error: %s' % e)
+                time.sleep(0.1)
+        finally:
+            if self.proc.poll() is None:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                try:
+                    self.proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                    self.proc.wait()
+            if self.qmp:
+                self.qmp.close()
+            qlog.close()
+        dur = time.time() - self.t0
+        with open(os.path.join(self.outdir, 'host-actions.log'), 'w') as f:
+            f.write('\n'.join(self.hostlog) + '\n')
+        return self.judge(timed_out, err, dur)
+
+    def judge(self, timed_out, err, dur):
+        try:
+            log = open(self.console, errors='replace').read()
+        except OSError:
+            log = ''
+        verdict = None
+        for line in log.splitlines():
+            m = re.search(r'VBTEST-VERDICT %s (PASS|FAIL) rc=(\d+)' % self.token, line)
+            if m:
+                verdict = (m.group(1), int(m.group(2)))
+        bad = [l.strip() for l in log.splitlines() if _BAD_RE.search(l)]
+        try:  # the guest's full dmesg (all log levels), saved at the end of the run
+            dmesg = open(os.path.join(self.share, 'dmesg.txt'), errors='replace').read()
+            bad += ['dmesg: ' + l.strip() for l in dmesg.splitlines() if _BAD_RE.search(l)]
+        except OSError:
+            pass
+        if timed_out:
+            return Result(False, 'timeout after %ds' % self.timeout, dur)
+        if err:
+            return Result(False, err, dur)
+        if bad:
+            return Result(False, 'kernel problem in console log: %s' % bad[0][:200], dur)
+        if verdict is None:
+            return Result(False, 'no verdict line (qemu exit %s)' % self.proc.returncode, dur)
+        if verdict[0] != 'PASS':
+            fails = [l.strip() for l in log.splitlines() if 'FAIL' in l and 'VBTEST-VERDICT' not in l]
+            return Result(False, (fails[-1][:200] if fails else 'guest script failed')
+                          + ' (rc=%d)' % verdict[1], dur)
+        return Result(True, '', dur)
+
+    def log_tail(self, n=40):
+        try:
+            lines = open(self.console, errors='replace').read().splitlines()
+        except OSError:
+            return '(no console log)'
+        return '\n'.join(lines[-n:])
+
+
+def sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, 'rb') as f:
+        for chunk in iter(lambda: f.read(1 << 20), b''):
+            h.update(chunk)
+    return h.hexdigest()

@@ -1,0 +1,309 @@
+/*
+ * vbtool - tiny static helper for the vbblk guest tests.
+ * Does the block-device ioctls and deterministic pattern I/O busybox can't.
+ *
+ *   vbtool getgeo DEV                 -> "heads sectors cylinders start"
+ *   vbtool info DEV                   -> key=value lines (size64, ss, pbsz, iomin, ioopt, ro, ...)
+ *   vbtool getsize64|getss|getpbsz|getiomin|getioopt|getro DEV
+ *   vbtool discard|zeroout|secdiscard DEV OFFSET LEN
+ *   vbtool fill  DEV OFFSET LEN SEED  -> write deterministic pattern (O_DIRECT), fsync
+ *   vbtool check DEV OFFSET LEN SEED  -> verify the pattern, exit 1 on mismatch
+ *   vbtool iszero DEV OFFSET LEN      -> exit 1 if any byte in range is non-zero
+ *   vbtool flush DEV                  -> fsync()
+ *
+ * OFFSET/LEN accept K/M/G suffixes (powers of 1024).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/fs.h>
+#include <linux/hdreg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CHUNK (1024 * 1024)
+
+static const char *prog = "vbtool";
+
+static void die(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "%s: ", prog);
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, ": %s\n", strerror(errno));
+	exit(2);
+}
+
+static uint64_t parse_size(const char *s)
+{
+	char *end;
+	uint64_t v;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s) {
+		fprintf(stderr, "%s: bad number '%s'\n", prog, s);
+		exit(2);
+	}
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	}
+	if (*end) {
+		fprintf(stderr, "%s: bad number '%s'\n", prog, s);
+		exit(2);
+	}
+	return v;
+}
+
+static int open_dev(const char *dev, int flags)
+{
+	int fd = open(dev, flags);
+
+	if (fd < 0)
+		die("cannot open %s", dev);
+	return fd;
+}
+
+/* splitmix64: cheap, deterministic pattern generator */
+static uint64_t mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+/* Each 512-byte sector is tagged with its absolute byte offset and seed so
+ * misdirected writes are detected, the rest is pseudo-random. */
+static void gen(unsigned char *buf, uint64_t off, size_t len, uint64_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i += 512) {
+		uint64_t *w = (uint64_t *)(buf + i);
+		uint64_t s = mix(seed ^ ((off + i) * 0x100000001b3ULL));
+		int j;
+
+		w[0] = off + i;
+		w[1] = seed;
+		for (j = 2; j < 64; j++) {
+			s = mix(s);
+			w[j] = s;
+		}
+	}
+}
+
+static void *abuf(size_t len)
+{
+	void *p;
+
+	if (posix_memalign(&p, 4096, len)) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		exit(2);
+	}
+	return p;
+}
+
+static int do_pattern(const char *dev, uint64_t off, uint64_t len, uint64_t seed, int write)
+{
+	int fd = open_dev(dev, (write ? O_RDWR : O_RDONLY) | O_DIRECT);
+	unsigned char *buf = abuf(CHUNK), *exp = abuf(CHUNK);
+	uint64_t done = 0, bad = 0;
+
+	if (off % 512 || len % 512) {
+		fprintf(stderr, "%s: offset/length must be multiples of 512\n", prog);
+		return 2;
+	}
+	while (done < len) {
+		size_t n = len - done > CHUNK ? CHUNK : len - done;
+		ssize_t r;
+
+		if (write) {
+			gen(buf, off + done, n, seed);
+			r = pwrite(fd, buf, n, off + done);
+		} else {
+			r = pread(fd, buf, n, off + done);
+		}
+		if (r != (ssize_t)n) {
+			fprintf(stderr, "%s: %s %s at %" PRIu64 " len %zu: %s (r=%zd)\n", prog,
+				write ? "write" : "read", dev, off + done, n,
+				r < 0 ? strerror(errno) : "short", r);
+			return 2;
+		}
+		if (!write) {
+			size_t i;
+
+			gen(exp, off + done, n, seed);
+			for (i = 0; i < n; i += 512) {
+				if (memcmp(buf + i, exp + i, 512)) {
+					if (bad < 5) {
+						uint64_t *w = (uint64_t *)(buf + i);
+						fprintf(stderr, "%s: MISMATCH %s sector at byte %" PRIu64
+							" (found tag off=%" PRIu64 " seed=%" PRIu64 ")\n",
+							prog, dev, off + done + i, w[0], w[1]);
+					}
+					bad++;
+				}
+			}
+		}
+		done += n;
+	}
+	if (write && fsync(fd))
+		die("fsync %s", dev);
+	close(fd);
+	if (bad) {
+		fprintf(stderr, "%s: %" PRIu64 " bad sectors in %s\n", prog, bad, dev);
+		return 1;
+	}
+	return 0;
+}
+
+static int do_iszero(const char *dev, uint64_t off, uint64_t len)
+{
+	int fd = open_dev(dev, O_RDONLY | O_DIRECT);
+	unsigned char *buf = abuf(CHUNK);
+	uint64_t done = 0;
+
+	while (done < len) {
+		size_t n = len - done > CHUNK ? CHUNK : len - done, i;
+		ssize_t r = pread(fd, buf, n, off + done);
+
+		if (r != (ssize_t)n) {
+			fprintf(stderr, "%s: read %s at %" PRIu64 " failed\n", prog, dev, off + done);
+			return 2;
+		}
+		for (i = 0; i < n; i++)
+			if (buf[i]) {
+				fprintf(stderr, "%s: non-zero byte at %" PRIu64 "\n", prog, off + done + i);
+				return 1;
+			}
+		done += n;
+	}
+	close(fd);
+	return 0;
+}
+
+static int range_ioctl(const char *dev, unsigned long req, const char *name, uint64_t off, uint64_t len)
+{
+	int fd = open_dev(dev, O_RDWR);
+	uint64_t r[2] = { off, len };
+
+	if (ioctl(fd, req, r)) {
+		fprintf(stderr, "%s: %s %s: %s\n", prog, name, dev, strerror(errno));
+		return 1;
+	}
+	close(fd);
+	return 0;
+}
+
+struct geti { const char *name; unsigned long req; int kind; };
+enum { K_INT, K_UINT, K_U64 };
+static const struct geti getters[] = {
+	{ "getsize64", BLKGETSIZE64, K_U64 },
+	{ "getss", BLKSSZGET, K_INT },
+	{ "getpbsz", BLKPBSZGET, K_UINT },
+	{ "getiomin", BLKIOMIN, K_UINT },
+	{ "getioopt", BLKIOOPT, K_UINT },
+	{ "getro", BLKROGET, K_INT },
+	{ "getdiscardzeroes", BLKDISCARDZEROES, K_UINT },
+	{ NULL, 0, 0 }
+};
+
+static int get_one(int fd, const struct geti *g, uint64_t *out)
+{
+	int i;
+	unsigned int u;
+	uint64_t v;
+
+	switch (g->kind) {
+	case K_INT: if (ioctl(fd, g->req, &i)) return -1; *out = (uint64_t)i; break;
+	case K_UINT: if (ioctl(fd, g->req, &u)) return -1; *out = u; break;
+	default: if (ioctl(fd, g->req, &v)) return -1; *out = v; break;
+	}
+	return 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: vbtool getgeo|info|getsize64|getss|getpbsz|getiomin|getioopt|getro|flush DEV\n"
+		"       vbtool discard|zeroout|secdiscard DEV OFFSET LEN\n"
+		"       vbtool fill|check DEV OFFSET LEN SEED\n"
+		"       vbtool iszero DEV OFFSET LEN\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd, *dev;
+	const struct geti *g;
+	int fd;
+
+	if (argc < 3)
+		usage();
+	cmd = argv[1];
+	dev = argv[2];
+
+	if (!strcmp(cmd, "getgeo")) {
+		struct hd_geometry geo;
+
+		fd = open_dev(dev, O_RDONLY);
+		if (ioctl(fd, HDIO_GETGEO, &geo))
+			die("HDIO_GETGEO %s", dev);
+		printf("%u %u %u %lu\n", geo.heads, geo.sectors, geo.cylinders, geo.start);
+		return 0;
+	}
+	if (!strcmp(cmd, "info")) {
+		uint64_t v;
+
+		fd = open_dev(dev, O_RDONLY);
+		for (g = getters; g->name; g++)
+			if (!get_one(fd, g, &v))
+				printf("%s=%" PRIu64 "\n", g->name + 3, v);
+		return 0;
+	}
+	for (g = getters; g->name; g++) {
+		if (!strcmp(cmd, g->name)) {
+			uint64_t v;
+
+			fd = open_dev(dev, O_RDONLY);
+			if (get_one(fd, g, &v))
+				die("ioctl %s", cmd);
+			printf("%" PRIu64 "\n", v);
+			return 0;
+		}
+	}
+	if (!strcmp(cmd, "flush")) {
+		fd = open_dev(dev, O_RDWR);
+		if (fsync(fd))
+			die("fsync %s", dev);
+		return 0;
+	}
+	if (!strcmp(cmd, "discard") || !strcmp(cmd, "zeroout") || !strcmp(cmd, "secdiscard")) {
+		unsigned long req = !strcmp(cmd, "discard") ? BLKDISCARD :
+				    !strcmp(cmd, "zeroout") ? BLKZEROOUT : BLKSECDISCARD;
+		if (argc != 5)
+			usage();
+		return range_ioctl(dev, req, cmd, parse_size(argv[3]), parse_size(argv[4]));
+	}
+	if (!strcmp(cmd, "fill") || !strcmp(cmd, "check")) {
+		if (argc != 6)
+			usage();
+		return do_pattern(dev, parse_size(argv[3]), parse_size(argv[4]),
+				  parse_size(argv[5]), !strcmp(cmd, "fill"));
+	}
+	if (!strcmp(cmd, "iszero")) {
+		if (argc != 5)
+			usage();
+		return do_iszero(dev, parse_size(argv[3]), parse_size(argv[4]));
+	}
+	usage();
+	return 2;
+}
