@@ -212,6 +212,8 @@ bool vbblk_plug_note(struct vbblk *vblk, struct vbblk_vq *vq,
 struct vbblk_batch {
 	spinlock_t lock;		/* taken from the completion irq too */
 	struct vbblk_bio_cmd *cmd;	/* held, not yet on the ring */
+	bool plugged;			/* a plug holds it: its unplug sends it */
+	bool stream;			/* it continues a sequential stream */
 	sector_t last_end;		/* end of the last bio: stream detection */
 	struct vbblk_vq *vq;
 };
@@ -220,6 +222,7 @@ void vbblk_batch_init(struct vbblk *vblk);
 void vbblk_batch_submit(struct vbblk *vblk, struct bio *bio);
 void vbblk_batch_flush(struct vbblk_batch *b, enum vbblk_stat reason,
 		       bool plugged);
+void vbblk_batch_unplug(struct vbblk_batch *b);
 void vbblk_batch_flush_vq(struct vbblk_vq *vq);
 void vbblk_batch_flush_all(struct vbblk *vblk, enum vbblk_stat reason);
 int vbblk_batch_cpuhp_init(void);

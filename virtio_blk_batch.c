@@ -9,11 +9,14 @@
  * rejected the added latency. Here a command is held back only while
  * something already promises to send it promptly:
  *   - the submitter's block plug: the unplug sends it (and the plug is
- *     flushed whenever the task sleeps), or
- *   - the bio continues a sequential stream and commands are in flight on
- *     this CPU's virtqueue: the next completion sends it. The device is
- *     busy anyway, so waiting for it costs no throughput, and a stream
- *     refilled one I/O at a time (QD32, no plug) merges while it waits.
+ *     flushed whenever the task sleeps); completions leave it alone, or
+ *   - the bio continues a sequential stream and this CPU's virtqueue has
+ *     more commands in flight than the batch has bios: a completion that
+ *     brings the count down to the batch's size sends it. The device
+ *     always has at least as much queued as we hold back, so waiting costs
+ *     no throughput, and a stream refilled one I/O at a time (QD32) grows
+ *     batches while it waits. This also holds at unplug: a stream batch on
+ *     a busy queue outlives the plug.
  * A bio that starts no stream on an idle queue goes out at once: a lone
  * QD1 bio never waits. There is no timer.
  *
@@ -42,6 +45,7 @@ void vbblk_batch_init(struct vbblk *vblk)
 
 		spin_lock_init(&b->lock);
 		b->cmd = NULL;
+		b->plugged = false;
 		b->last_end = 0;
 		b->vq = &vblk->vqs[map->mq_map[cpu]];
 		cpumask_set_cpu(cpu, b->vq->cpus);
@@ -95,20 +99,42 @@ static void vbblk_batch_send(struct vbblk *vblk, struct vbblk_bio_cmd *cmd,
 }
 
 /*
- * Send what @b holds. With @plugged the caller's plug will notify
- * b->vq; otherwise notify now.
+ * Keep a stream batch while the device has more commands in flight than
+ * the batch has bios: the device stays busy, and a later completion is
+ * certain (with nothing in flight this is false, so nothing is stranded).
+ * Caller holds b->lock and has ordered this read after its own update.
  */
-void vbblk_batch_flush(struct vbblk_batch *b, enum vbblk_stat reason,
-		       bool plugged)
+static bool vbblk_batch_keep(struct vbblk *vblk, struct vbblk_batch *b,
+			     struct vbblk_bio_cmd *cmd)
 {
-	struct vbblk_bio_cmd *cmd;
+	return b->stream && !READ_ONCE(vblk->draining) &&
+	       READ_ONCE(b->vq->inflight) > cmd->nr_bios;
+}
+
+/*
+ * Take what @b holds. From a completion, leave a batch that a plug holds
+ * (its unplug will come) or that vbblk_batch_keep() still keeps.
+ */
+static struct vbblk_bio_cmd *vbblk_batch_take(struct vbblk_batch *b,
+					      bool completion)
+{
+	struct vbblk_bio_cmd *cmd = NULL;
 	unsigned long flags;
 
 	spin_lock_irqsave(&b->lock, flags);
-	cmd = b->cmd;
-	b->cmd = NULL;
+	if (!completion || (b->cmd && !b->plugged &&
+			    !vbblk_batch_keep(b->vq->vblk, b, b->cmd))) {
+		cmd = b->cmd;
+		WRITE_ONCE(b->cmd, NULL);
+		b->plugged = false;
+	}
 	spin_unlock_irqrestore(&b->lock, flags);
+	return cmd;
+}
 
+static void vbblk_batch_send_held(struct vbblk_bio_cmd *cmd,
+				  enum vbblk_stat reason, bool plugged)
+{
 	if (cmd) {
 		vbblk_stat_inc(cmd->vq->vblk, reason);
 		vbblk_bio_cmd_dispatch(cmd, plugged);
@@ -116,10 +142,47 @@ void vbblk_batch_flush(struct vbblk_batch *b, enum vbblk_stat reason,
 }
 
 /*
- * A completion on @vq: send every batch its CPUs hold. Pairs with the
- * barrier in vbblk_batch_hold(): the completion has already lowered
- * vq->inflight, so either we see the held command here or its submitter
- * sees the new count and sends it itself.
+ * Send what @b holds. With @plugged the caller's plug will notify
+ * b->vq; otherwise notify now.
+ */
+void vbblk_batch_flush(struct vbblk_batch *b, enum vbblk_stat reason,
+		       bool plugged)
+{
+	vbblk_batch_send_held(vbblk_batch_take(b, false), reason, plugged);
+}
+
+/*
+ * The plug that held @b is being flushed. A batch that continues a stream
+ * on a busy queue stays held for the next completion (a stream refilled
+ * one I/O per io_submit() is plugged one bio at a time); anything else is
+ * sent, its notify left to the caller's unplug.
+ */
+void vbblk_batch_unplug(struct vbblk_batch *b)
+{
+	struct vbblk_bio_cmd *cmd = NULL;
+	unsigned long flags;
+
+	spin_lock_irqsave(&b->lock, flags);
+	if (b->cmd && b->plugged) {
+		b->plugged = false;
+		/* Pairs with vbblk_batch_flush_vq(), as in vbblk_batch_hold(). */
+		smp_mb();
+		if (!vbblk_batch_keep(b->vq->vblk, b, b->cmd)) {
+			cmd = b->cmd;
+			WRITE_ONCE(b->cmd, NULL);
+		}
+	}
+	spin_unlock_irqrestore(&b->lock, flags);
+	vbblk_batch_send_held(cmd, VBBLK_STAT_DISPATCH_PLUG, true);
+}
+
+/*
+ * A completion on @vq: send the batches its CPUs hold for in-flight I/O.
+ * Pairs with the barrier in vbblk_batch_hold(): the completion has
+ * already lowered vq->inflight, so either we see the held command here or
+ * its submitter sees the new count and sends it itself. Batches a plug
+ * holds are left to the unplug, which is certain to come, so a plugged
+ * submission is not cut short by a completion that lands in the middle.
  */
 void vbblk_batch_flush_vq(struct vbblk_vq *vq)
 {
@@ -131,8 +194,9 @@ void vbblk_batch_flush_vq(struct vbblk_vq *vq)
 		struct vbblk_batch *b = per_cpu_ptr(vblk->batch, cpu);
 
 		if (READ_ONCE(b->cmd))
-			vbblk_batch_flush(b, VBBLK_STAT_DISPATCH_COMPLETION,
-					  false);
+			vbblk_batch_send_held(vbblk_batch_take(b, true),
+					      VBBLK_STAT_DISPATCH_COMPLETION,
+					      false);
 	}
 }
 
@@ -162,10 +226,12 @@ static bool vbblk_batch_hold(struct vbblk *vblk, struct vbblk_batch *b,
 
 	spin_lock_irqsave(&b->lock, flags);
 	if (!b->cmd) {
+		b->plugged = plugged;
+		b->stream = stream;
 		WRITE_ONCE(b->cmd, cmd);
 		/* Pairs with vbblk_batch_flush_vq(): publish, then check. */
 		smp_mb();
-		held = plugged || READ_ONCE(b->vq->inflight);
+		held = plugged || vbblk_batch_keep(vblk, b, cmd);
 		if (!held)
 			WRITE_ONCE(b->cmd, NULL);
 	}
@@ -188,8 +254,10 @@ void vbblk_batch_submit(struct vbblk *vblk, struct bio *bio)
 			vbblk_cmd_add_bio(cmd, bio, segs);
 			vbblk_stat_inc(vblk, VBBLK_STAT_MERGED);
 			b->last_end = cmd->end;
+			b->stream = true;
 			if (vbblk_batch_full(vblk, cmd)) {
 				WRITE_ONCE(b->cmd, NULL);
+				b->plugged = false;
 				full = cmd;
 			}
 			spin_unlock_irqrestore(&b->lock, flags);
@@ -200,6 +268,7 @@ void vbblk_batch_submit(struct vbblk *vblk, struct bio *bio)
 		}
 		/* The held command cannot take this bio: it goes now. */
 		WRITE_ONCE(b->cmd, NULL);
+		b->plugged = false;
 		stream = bio->bi_iter.bi_sector == b->last_end;
 		b->last_end = bio_end_sector(bio);
 		spin_unlock_irqrestore(&b->lock, flags);

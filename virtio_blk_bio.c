@@ -246,9 +246,9 @@ struct vbblk_plug_cb {
 
 static void vbblk_unplug_batch(struct vbblk_plug_cb *p, struct vbblk_batch *b)
 {
-	/* Whatever is there now goes; its notify is ours to send below. */
+	/* What the unplug sends, it sends without a notify: ours, below. */
 	__set_bit(b->vq->index, p->kick);
-	vbblk_batch_flush(b, VBBLK_STAT_DISPATCH_PLUG, true);
+	vbblk_batch_unplug(b);
 }
 
 /* The plug is flushed (maybe from schedule()): never sleeps. */

@@ -154,6 +154,11 @@ def main():
     for f in sorted(os.listdir(gdir)):
         if f != 'init':
             copy_file(os.path.join(gdir, f), stage, '/tests/' + f)
+    # the benchmark's guest script and fio job files (bench/compare)
+    copy_file(os.path.join(REPO, 'bench/guest/compare.sh'), stage, '/tests/compare.sh')
+    jdir = os.path.join(REPO, 'bench/jobs')
+    for f in sorted(os.listdir(jdir)):
+        copy_file(os.path.join(jdir, f), stage, '/tests/jobs/' + f)
     copy_file(os.path.join(REPO, 'scripts/vbblk-bind.sh'), stage, '/usr/sbin/vbblk-bind.sh')
     os.chmod(os.path.join(stage, 'usr/sbin/vbblk-bind.sh'), 0o755)
 

@@ -44,21 +44,14 @@ for p in mode=foo mode= num_queues=0 num_queues=100000 num_queues=257 num_queues
 	expect_rejected $p
 done
 
-# mode=bio: the original contract says it must fail the load; a driver that
-# implements bio mode must instead load and work.  Either is accepted.
-n=$(dmesg | wc -l)
-if insmod "$VBBLK_KO" mode=bio 2>/tmp/insmod.err; then
-	log "mode=bio accepted: bio mode is implemented, checking that it works"
-	rmmod vbblk || fail "rmmod vbblk failed"
-	expect_works mode=bio
-	expect_works mode=bio num_queues=1 queue_depth=16
-else
-	msg=$(dmesg | tail -n +$((n + 1)) | grep 'vbblk:' | grep -v 'taints kernel' | head -n 1)
-	[ -n "$msg" ] || fail "insmod vbblk mode=bio failed without a 'vbblk:' dmesg line"
-	log "ok: mode=bio rejected: ${msg#*] }"
-	check_nothing_left mode=bio
-fi
+for p in batch_max_bios=0 batch_max_bios=257 batch_max_kb=0 batch_max_kb=4097 batch=maybe; do
+	expect_rejected $p
+done
 
+# mode=bio is the default and must load and work.
+expect_works mode=bio
+expect_works mode=bio num_queues=1 queue_depth=16
+expect_works mode=bio batch=0 batch_max_bios=1 batch_max_kb=4
 expect_works
 expect_works mode=request
 expect_works mode=request num_queues=1 queue_depth=16

@@ -1,0 +1,97 @@
+# batching: how bios become device requests in bio mode, counted on the
+# device side (QMP query-blockstats) and by the driver (/sys/block/vdX/vbblk).
+#  1. 4k sequential O_DIRECT writes and reads submitted 16 at a time reach
+#     the device as at most 1 request per 16 bios; the data verifies.
+#  2. 4k random reads are not merged.
+#  3. A lone bio on an idle queue is never held: QD1 sequential reads give
+#     exactly one request per bio, all sent at once.
+#  4. The same sequential stream refilled one I/O at a time (QD32) merges
+#     while requests are in flight (the ratio is printed, and must be < 1).
+#  5. When the device is the bottleneck (QMP I/O throttling), that same
+#     QD32 stream reaches it as at most 1 request per 4 bios.
+#  6. batch=0: one request per bio, and a plug of 16 bios costs one notify.
+. /tests/lib.sh
+[ "$DRIVER" = vbblk ] || fail "batching is a vbblk bio-mode test"
+drv_load
+d=$(disk_by_serial BATCH-1)
+[ -d /sys/block/$d/vbblk ] || fail "no /sys/block/$d/vbblk"
+[ ! -d /sys/block/$d/mq ] || fail "$d is a blk-mq disk: not in bio mode"
+
+dev() { hostcmd blockstats batch | sed -n "s/^$1=//p"; }
+st() { cat /sys/block/$d/vbblk/$1; }
+reasons="direct noncontig limit plug completion flush"
+snap() {
+	R0=$(dev rd_operations); W0=$(dev wr_operations); B0=$(st bios); Q0=$(st requests); N0=$(st notifies); D0=$(st dispatch_direct)
+	for r in $reasons; do eval "S_$r=$(st dispatch_$r)"; done
+}
+why() { for r in $reasons; do eval "printf '%s=%s ' $r \$(($(st dispatch_$r) - S_$r))"; done; }
+delta() { # sets DR DW DB DQ DN DD
+	DR=$(($(dev rd_operations) - R0)); DW=$(($(dev wr_operations) - W0))
+	DB=$(($(st bios) - B0)); DQ=$(($(st requests) - Q0))
+	DN=$(($(st notifies) - N0)); DD=$(($(st dispatch_direct) - D0))
+	log "$1: bios=$DB requests=$DQ device rd=$DR wr=$DW notifies=$DN"
+	log "  dispatched by: $(why)"
+}
+
+common="--filename=/dev/$d --direct=1 --bs=4k --size=16m --group_reporting --name=batch"
+bsub="--ioengine=libaio --iodepth=32 --iodepth_batch_submit=16 --iodepth_low=16 --iodepth_batch_complete_min=16"
+
+# 1. batch submit: writes, reads, then verify the data
+snap
+run_fio $common $bsub --rw=write --verify=crc32c --do_verify=0
+delta "seq write, batches of 16"
+[ "$DB" -eq 4096 ] || fail "expected 4096 bios, got $DB"
+[ "$DW" -le 256 ] || fail "seq write: $DW device writes for 4096 bios (want <= 256)"
+[ "$DQ" -eq "$DW" ] || fail "driver counted $DQ requests, device saw $DW writes"
+snap
+run_fio $common $bsub --rw=read
+delta "seq read, batches of 16"
+[ "$DR" -le 256 ] || fail "seq read: $DR device reads for 4096 bios (want <= 256)"
+[ "$DQ" -eq "$DR" ] || fail "driver counted $DQ requests, device saw $DR reads"
+run_fio $common --ioengine=libaio --iodepth=32 --rw=write --verify=crc32c --verify_only=1
+
+# 2. random reads: nothing to merge
+snap
+run_fio $common $bsub --rw=randread --randrepeat=1 --norandommap=0
+delta "random read, batches of 16"
+[ $((DR * 100)) -ge $((DB * 98)) ] || fail "random reads merged: $DR requests for $DB bios"
+
+# 3. QD1: every bio goes out at once, one request each
+snap
+run_fio $common --ioengine=psync --rw=read --size=4m
+delta "seq read QD1"
+[ "$DR" -eq "$DB" ] || fail "QD1: $DR device reads for $DB bios (a lone bio was held)"
+[ "$DD" -eq "$DB" ] || fail "QD1: only $DD of $DB bios were sent at once"
+
+# 4. QD32 refilled one at a time: merges while requests are in flight
+snap
+run_fio $common --ioengine=libaio --iodepth=32 --rw=write --verify=crc32c --do_verify=0
+delta "seq write QD32, one at a time"
+[ "$DW" -lt "$DB" ] || fail "QD32 stream: no merging ($DW requests for $DB bios)"
+echo "qd32_stream_bios=$DB qd32_stream_requests=$DW" > /host/batching-ratio.txt
+log "QD32 stream: $DB bios -> $DW requests (1 request per $((DB / DW)).$(((DB * 10 / DW) % 10)) bios)"
+run_fio $common --ioengine=libaio --iodepth=32 --rw=write --verify=crc32c --verify_only=1
+
+# 5. a busy device: throttled to 500 requests/s, the stream must merge
+thr() {
+	_r=$(hostcmd qmp block_set_io_throttle "{\"id\": \"/machine/peripheral/batch/virtio-backend\", \"bps\": 0, \"bps_rd\": 0, \"bps_wr\": 0, \"iops\": $1, \"iops_rd\": 0, \"iops_wr\": 0}") || fail "throttle $1"
+	case "$_r" in *error*) fail "throttle $1: $_r" ;; esac
+}
+thr 500
+snap
+run_fio $common --ioengine=libaio --iodepth=32 --rw=write --size=8m
+delta "seq write QD32, one at a time, device throttled to 500 IOPS"
+thr 0
+echo "busy_stream_bios=$DB busy_stream_requests=$DW" >> /host/batching-ratio.txt
+log "busy device: $DB bios -> $DW requests"
+[ $((DW * 4)) -le "$DB" ] || fail "busy device: $DW requests for $DB bios (want <= 1 per 4)"
+
+# 6. batching off: one request per bio; the plug still saves notifies
+echo 0 > /sys/module/vbblk/parameters/batch
+snap
+run_fio $common $bsub --rw=write
+delta "seq write, batches of 16, batch=0"
+echo 1 > /sys/module/vbblk/parameters/batch
+[ "$DW" -eq "$DB" ] || fail "batch=0: $DW requests for $DB bios"
+[ $((DN * 8)) -le "$DW" ] || fail "batch=0: $DN notifies for $DW requests (plug should send ~1 per 16)"
+log "batching ok"

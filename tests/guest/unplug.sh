@@ -1,0 +1,45 @@
+# unplug: remove disks while sequential writes stream (batches pending):
+#  - driver unbind through sysfs during fio: I/O in flight drains, the disk
+#    goes, fio sees errors and exits, nothing hangs; rebind, data readable;
+#  - QMP device_del (PCI hot-unplug) during fio: same;
+#  - then the module unloads cleanly.
+. /tests/lib.sh
+drv_load
+d1=$(disk_by_serial UNPLUG-1)
+d2=$(disk_by_serial UNPLUG-2)
+vdev1=$(basename "$(readlink -f /sys/block/$d1/device)")
+log "disks: $d1 ($vdev1) $d2"
+
+stream() { # stream DEV: background sequential writes
+	fio --name=stream --filename=/dev/$1 --direct=1 --ioengine=libaio --iodepth=32 \
+		--rw=write --bs=4k --size=48m --loops=100 > /tmp/fio-$1.out 2>&1 &
+	echo $!
+}
+waitpid_t() { # waitpid_t PID SECONDS: the process must end in time
+	_i=0
+	while kill -0 $1 2>/dev/null; do
+		sleep 0.5; _i=$((_i + 1))
+		[ $_i -lt $(($2 * 2)) ] || fail "fio (pid $1) still running ${2}s after the disk went"
+	done
+}
+
+pid=$(stream $d1)
+sleep 3
+log "unbinding $vdev1 from $DRIVER during I/O"
+echo "$vdev1" > /sys/bus/virtio/drivers/$DRIVER/unbind || fail "unbind failed"
+wait_gone $d1 30 || fail "$d1 still present after unbind"
+waitpid_t $pid 60
+log "fio after unbind: $(grep -o 'err=[^,]*' /tmp/fio-$d1.out | head -n 1)"
+echo "$vdev1" > /sys/bus/virtio/drivers/$DRIVER/bind || fail "rebind failed"
+d1=$(disk_by_serial UNPLUG-1)
+must dd if=/dev/$d1 of=/dev/null bs=1M count=8 iflag=direct
+
+pid=$(stream $d2)
+sleep 3
+log "QMP device_del unplug2 during I/O"
+hostcmd device_del unplug2 > /dev/null || fail "device_del failed"
+wait_gone $d2 60 || fail "$d2 still present 60s after device_del"
+waitpid_t $pid 60
+
+drv_unload
+log "unplug ok"

@@ -1,0 +1,102 @@
+"""Check flush ordering in a QEMU virtio-blk trace (see tests/guest/flush.sh).
+
+The trace has virtio_blk_handle_read/_write (a read or write arrives) and
+virtio_blk_req_complete (any request completes). A completion for a request
+that did not arrive as a read or write is a FLUSH here: the flush test sends
+nothing else. Marker reads of one sector at 100000+N cut the trace in phases.
+"""
+import re
+
+_EV = re.compile(r'virtio_blk_(handle_read|handle_write|req_complete) vdev (\S+) req (\S+)'
+                 r'(?: sector (\d+) nsectors (\d+))?')
+MARK_BASE = 100000
+
+
+def events(path):
+    """[(kind, vdev, sector)] with kind R, W (arrivals), CR, CW (their
+    completions), F (flush completion), M (marker read arrival, sector=N)."""
+    pending = {}
+    out = []
+    for line in open(path, errors='replace'):
+        m = _EV.search(line)
+        if not m:
+            continue
+        what, vdev, req = m.group(1), m.group(2), m.group(3)
+        key = (vdev, req)
+        if what == 'req_complete':
+            kind = pending.pop(key, None)
+            if kind == 'M':
+                continue
+            out.append(('C' + kind if kind else 'F', vdev, None))
+            continue
+        sector, n = int(m.group(4)), int(m.group(5))
+        if what == 'handle_read' and n == 1 and sector > MARK_BASE:
+            pending[key] = 'M'
+            out.append(('M', vdev, sector - MARK_BASE))
+        else:
+            kind = 'R' if what == 'handle_read' else 'W'
+            pending[key] = kind
+            out.append((kind, vdev, sector))
+    return out
+
+
+def phases(evs):
+    """{(start_mark, end_mark): events between them, same vdev as the marks}"""
+    marks = [(i, e) for i, e in enumerate(evs) if e[0] == 'M']
+    res = {}
+    for (i, a), (j, b) in zip(marks, marks[1:]):
+        if a[1] == b[1]:
+            res[(a[2], b[2])] = [e for e in evs[i + 1:j] if e[1] == a[1]]
+    return res
+
+
+def check_fua(seg, name):
+    """Every write completes, then a flush completes, before the next write."""
+    writes = [e for e in seg if e[0] == 'W']
+    if not writes:
+        return '%s: no writes in the trace' % name
+    state = 'idle'
+    for e in seg:
+        if e[0] == 'W':
+            if state not in ('idle', 'flushed'):
+                return '%s: a write arrived before the previous FUA write was flushed' % name
+            state = 'writing'
+        elif e[0] == 'CW':
+            state = 'written'
+        elif e[0] == 'F' and state == 'written':
+            state = 'flushed'
+    if state != 'flushed':
+        return '%s: the last write was not followed by a flush' % name
+    return None
+
+
+def check_sync(seg, name):
+    """A flush completes after the last write completion (fsync/fdatasync)."""
+    last_cw = max((i for i, e in enumerate(seg) if e[0] == 'CW'), default=None)
+    if last_cw is None:
+        return '%s: no write completed in the trace' % name
+    if not any(e[0] == 'F' for e in seg[last_cw + 1:]):
+        return '%s: no flush completed after the last write' % name
+    return None
+
+
+def check_none(seg, name):
+    n = sum(1 for e in seg if e[0] == 'F')
+    if not any(e[0] == 'W' for e in seg):
+        return '%s: no writes in the trace' % name
+    return '%s: %d flushes sent to a write-through disk' % (name, n) if n else None
+
+
+def check(path):
+    ph = phases(events(path))
+    plan = [((1, 2), check_fua, 'O_DSYNC writes'),
+            ((2, 3), check_sync, 'fdatasync on the raw device'),
+            ((4, 5), check_sync, 'fsync on ext4'),
+            ((11, 12), check_none, 'write-through disk')]
+    for key, fn, name in plan:
+        if key not in ph:
+            return 'trace has no phase %s..%s (%s)' % (key[0], key[1], name)
+        err = fn(ph[key], name)
+        if err:
+            return err
+    return None
