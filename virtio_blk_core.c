@@ -223,6 +223,18 @@ static bool vbblk_writeback(struct virtio_device *vdev)
 	return virtio_has_feature(vdev, VIRTIO_BLK_F_FLUSH);
 }
 
+/*
+ * The device has no FUA. Request mode leaves it to blk-mq's flush
+ * machinery; bio mode implements FUA itself (write, then flush, then
+ * complete), so it says so, and upper layers may send FUA writes instead
+ * of a write plus a separate flush.
+ */
+static void vbblk_set_write_cache(struct vbblk *vblk, struct request_queue *q)
+{
+	blk_queue_write_cache(q, vbblk_writeback(vblk->vdev),
+			      vblk->mode == VBBLK_MODE_BIO);
+}
+
 static ssize_t cache_type_store(struct device *dev,
 				struct device_attribute *attr,
 				const char *buf, size_t count)
@@ -242,7 +254,7 @@ static ssize_t cache_type_store(struct device *dev,
 	}
 	virtio_cwrite8(vblk->vdev, offsetof(struct virtio_blk_config, wce), i);
 	/* Report what the device accepted, not what we asked for. */
-	blk_queue_write_cache(disk->queue, vbblk_writeback(vblk->vdev), false);
+	vbblk_set_write_cache(vblk, disk->queue);
 	mutex_unlock(&vblk->vdev_mutex);
 	return count;
 }
@@ -441,7 +453,7 @@ static int vbblk_set_limits(struct vbblk *vblk, struct request_queue *q)
 			blk_queue_io_opt(q, lbs * v);
 	}
 
-	blk_queue_write_cache(q, vbblk_writeback(vdev), false);
+	vbblk_set_write_cache(vblk, q);
 
 	if (virtio_has_feature(vdev, VIRTIO_BLK_F_DISCARD)) {
 		virtio_cread(vdev, struct virtio_blk_config,
