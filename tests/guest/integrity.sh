@@ -6,12 +6,12 @@ drv_load
 d1=$(disk_by_serial INTEG-1)
 d2=$(disk_by_serial INTEG-2)
 log "disks: INTEG-1=$d1 INTEG-2=$d2"
-# blk-mq disks: the queue count follows the device's num-queues (guest has 2 CPUs)
-# (vbblk bio mode has no /sys/block/X/mq)
+# the virtqueue count follows the device's num-queues (guest has 2 CPUs);
+# blk-mq disks must have one hardware queue per virtqueue
 sleep 0.5
-if [ "$(hwq_count $d1)" = none ]; then
-	log "$d1/$d2 are bio-based (no mq dir): not checking hw queue counts"
-else
+expect_eq "$d1 virtqueues" "$(vq_count $d1)" 1
+expect_eq "$d2 virtqueues" "$(vq_count $d2)" 2
+if [ "$(hwq_count $d1)" != none ]; then
 	expect_eq "$d1 hw queues" "$(hwq_count $d1)" 1
 	expect_eq "$d2 hw queues" "$(hwq_count $d2)" 2
 fi

@@ -41,6 +41,13 @@ hwq_count() {
 	if [ -d "/sys/block/$1/mq" ]; then ls -d /sys/block/$1/mq/* 2>/dev/null | wc -l; else echo none; fi
 }
 
+# vq_count vdX: request virtqueues the driver set up, from the interrupt names
+# (virtioN-req.K, one MSI-X vector each), for bio- and blk-mq-based disks alike
+vq_count() {
+	_v=$(basename "$(readlink -f /sys/block/$1/device)")
+	grep -c " $_v-req\." /proc/interrupts
+}
+
 drv_loaded() { [ -d "/sys/module/$DRIVER" ]; }
 
 # disk_by_serial SERIAL [TIMEOUT_S]: echo the vdX name of the disk with that serial

@@ -152,6 +152,12 @@ def _coexist():
     return [Disk('co1', '64M', serial='CO-1'), Disk('co2', '64M', serial='CO-2')]
 
 
+@test('pm_freeze', timeout=300)
+def _pm_freeze():
+    """suspend with pm_test=devices (driver freeze/restore) during verified writes"""
+    return [Disk('pm', '64M', serial='PM-1')]
+
+
 # ---- bio path (issue 3) ----------------------------------------------------
 @test('batching', timeout=420, vbblk_only=True, modes=('mode=bio',))
 def _batching():
