@@ -155,6 +155,45 @@ static inline void vbblk_stat_inc(struct vbblk *vblk, enum vbblk_stat s)
 	vbblk_stat_add(vblk, s, 1);
 }
 
+/* The virtio-blk command for a block-layer operation; false if none. */
+static inline bool vbblk_op_type(enum req_op op, u32 *type)
+{
+	switch (op) {
+	case REQ_OP_READ:
+		*type = VIRTIO_BLK_T_IN;
+		return true;
+	case REQ_OP_WRITE:
+		*type = VIRTIO_BLK_T_OUT;
+		return true;
+	case REQ_OP_FLUSH:
+		*type = VIRTIO_BLK_T_FLUSH;
+		return true;
+	case REQ_OP_DISCARD:
+		*type = VIRTIO_BLK_T_DISCARD;
+		return true;
+	case REQ_OP_WRITE_ZEROES:
+		*type = VIRTIO_BLK_T_WRITE_ZEROES;
+		return true;
+	case REQ_OP_SECURE_ERASE:
+		*type = VIRTIO_BLK_T_SECURE_ERASE;
+		return true;
+	case REQ_OP_DRV_IN:
+		*type = VIRTIO_BLK_T_GET_ID;
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Flags of a discard/write-zeroes range: unmap where allowed and wanted. */
+static inline u32 vbblk_range_flags(const struct vbblk *vblk, blk_opf_t opf)
+{
+	if ((opf & REQ_OP_MASK) == REQ_OP_WRITE_ZEROES && vblk->wz_may_unmap &&
+	    !(opf & REQ_NOUNMAP))
+		return VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP;
+	return 0;
+}
+
 /* virtio_ring_split.c: the ring layer both paths share. */
 int vbblk_vq_add(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 		 struct scatterlist *data, bool data_out);

@@ -408,30 +408,19 @@ static void vbblk_bio_submit_range(struct vbblk *vblk, struct bio *bio)
 	struct request_queue *q = vblk->disk->queue;
 	struct vbblk_vq *vq = raw_cpu_ptr(vblk->batch)->vq;
 	struct vbblk_bio_cmd *cmd;
-	u32 type, flags = 0;
+	u32 type;
 
-	switch (bio_op(bio)) {
-	case REQ_OP_DISCARD:
-		type = VIRTIO_BLK_T_DISCARD;
-		break;
-	case REQ_OP_WRITE_ZEROES:
-		type = VIRTIO_BLK_T_WRITE_ZEROES;
-		if (vblk->wz_may_unmap && !(bio->bi_opf & REQ_NOUNMAP))
-			flags = VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP;
-		break;
-	default:
-		type = VIRTIO_BLK_T_SECURE_ERASE;
-		/* Not always split for us by 6.1: see vbblk_set_limits(). */
-		if (bio_sectors(bio) > q->limits.max_secure_erase_sectors) {
-			struct bio *split;
+	vbblk_op_type(bio_op(bio), &type);
+	/* Not always split for us by 6.1: see vbblk_set_limits(). */
+	if (type == VIRTIO_BLK_T_SECURE_ERASE &&
+	    bio_sectors(bio) > q->limits.max_secure_erase_sectors) {
+		struct bio *split;
 
-			split = bio_split(bio, q->limits.max_secure_erase_sectors,
-					  GFP_NOIO, &vblk->disk->bio_split);
-			bio_chain(split, bio);
-			submit_bio_noacct(bio);
-			bio = split;
-		}
-		break;
+		split = bio_split(bio, q->limits.max_secure_erase_sectors,
+				  GFP_NOIO, &vblk->disk->bio_split);
+		bio_chain(split, bio);
+		submit_bio_noacct(bio);
+		bio = split;
 	}
 
 	cmd = vbblk_bio_cmd_alloc(vblk, vq, bio);
@@ -441,7 +430,7 @@ static void vbblk_bio_submit_range(struct vbblk *vblk, struct bio *bio)
 	cmd->nr_bios = 1;
 	cmd->range.sector = cpu_to_le64(bio->bi_iter.bi_sector);
 	cmd->range.num_sectors = cpu_to_le32(bio_sectors(bio));
-	cmd->range.flags = cpu_to_le32(flags);
+	cmd->range.flags = cpu_to_le32(vbblk_range_flags(vblk, bio->bi_opf));
 	vbblk_iohdr_init(vblk, &cmd->hdr, type, bio->bi_iter.bi_sector);
 	vbblk_bio_send(vblk, cmd);
 }

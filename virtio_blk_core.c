@@ -57,78 +57,54 @@ static const struct kernel_param_ops vbblk_mode_ops = {
 module_param_cb(mode, &vbblk_mode_ops, NULL, 0444);
 MODULE_PARM_DESC(mode, "I/O path: bio (submit_bio, batching) or request (blk-mq) (default: bio)");
 
-static int vbblk_uint_range_set(const char *val, const struct kernel_param *kp,
-				unsigned int max)
+/* An unsigned parameter with a range 1..max; the bound travels in kp->arg. */
+struct vbblk_uint_param {
+	unsigned int *val;
+	unsigned int max;
+};
+
+static int vbblk_uint_set(const char *val, const struct kernel_param *kp)
 {
+	const struct vbblk_uint_param *p = kp->arg;
 	unsigned int v;
 
-	if (kstrtouint(val, 0, &v) || v < 1 || v > max) {
-		pr_err("%s=%s is not valid: use 1..%u\n", kp->name, val, max);
+	if (kstrtouint(val, 0, &v) || v < 1 || v > p->max) {
+		pr_err("%s=%s is not valid: use 1..%u\n", kp->name, val, p->max);
 		return -EINVAL;
 	}
-	*(unsigned int *)kp->arg = v;
+	WRITE_ONCE(*p->val, v);
 	return 0;
 }
 
-static int vbblk_num_queues_set(const char *val, const struct kernel_param *kp)
+static int vbblk_uint_get(char *buf, const struct kernel_param *kp)
 {
-	return vbblk_uint_range_set(val, kp, VBBLK_MAX_QUEUES);
+	const struct vbblk_uint_param *p = kp->arg;
+
+	return sysfs_emit(buf, "%u\n", READ_ONCE(*p->val));
 }
 
-static int vbblk_queue_depth_set(const char *val, const struct kernel_param *kp)
-{
-	return vbblk_uint_range_set(val, kp, VBBLK_MAX_DEPTH);
-}
-
-static const struct kernel_param_ops vbblk_num_queues_ops = {
-	.set = vbblk_num_queues_set,
-	.get = param_get_uint,
+static const struct kernel_param_ops vbblk_uint_ops = {
+	.set = vbblk_uint_set,
+	.get = vbblk_uint_get,
 };
-module_param_cb(num_queues, &vbblk_num_queues_ops, &vbblk_num_queues, 0444);
-MODULE_PARM_DESC(num_queues,
+
+#define VBBLK_UINT_PARAM(name, var, max, perm, desc)			\
+	static struct vbblk_uint_param vbblk_param_##name = { &(var), (max) }; \
+	module_param_cb(name, &vbblk_uint_ops, &vbblk_param_##name, perm); \
+	MODULE_PARM_DESC(name, desc)
+
+VBBLK_UINT_PARAM(num_queues, vbblk_num_queues, VBBLK_MAX_QUEUES, 0444,
 		 "Most virtqueues per disk, 1..256; the device and the CPU count may allow fewer (default: 64)");
-
-static const struct kernel_param_ops vbblk_queue_depth_ops = {
-	.set = vbblk_queue_depth_set,
-	.get = param_get_uint,
-};
-module_param_cb(queue_depth, &vbblk_queue_depth_ops, &vbblk_queue_depth, 0444);
-MODULE_PARM_DESC(queue_depth,
+VBBLK_UINT_PARAM(queue_depth, vbblk_queue_depth, VBBLK_MAX_DEPTH, 0444,
 		 "Commands in flight per queue, 1..1024, capped by the ring size (default: 256)");
 
 /* Batching bounds may change at run time; a batch reads them as it grows. */
 module_param_named(batch, vbblk_batch, bool, 0644);
 MODULE_PARM_DESC(batch,
 		 "bio mode: merge contiguous bios of one CPU into one command (default: Y)");
-
-static int vbblk_batch_max_bios_set(const char *val,
-				    const struct kernel_param *kp)
-{
-	return vbblk_uint_range_set(val, kp, 256);
-}
-
-static const struct kernel_param_ops vbblk_batch_max_bios_ops = {
-	.set = vbblk_batch_max_bios_set,
-	.get = param_get_uint,
-};
-module_param_cb(batch_max_bios, &vbblk_batch_max_bios_ops,
-		&vbblk_batch_max_bios, 0644);
-MODULE_PARM_DESC(batch_max_bios,
+VBBLK_UINT_PARAM(batch_max_bios, vbblk_batch_max_bios, 256, 0644,
 		 "bio mode: most bios in one batched command, 1..256 (default: 64)");
-
-static int vbblk_batch_max_kb_set(const char *val,
-				  const struct kernel_param *kp)
-{
-	return vbblk_uint_range_set(val, kp, 4096);
-}
-
-static const struct kernel_param_ops vbblk_batch_max_kb_ops = {
-	.set = vbblk_batch_max_kb_set,
-	.get = param_get_uint,
-};
-module_param_cb(batch_max_kb, &vbblk_batch_max_kb_ops, &vbblk_batch_max_kb,
-		0444);
-MODULE_PARM_DESC(batch_max_kb,
+VBBLK_UINT_PARAM(batch_max_kb, vbblk_batch_max_kb, 4096, 0444,
 		 "bio mode: most KiB in one batched command, 1..4096, capped by the queue's max_sectors_kb at probe (default: 512)");
 
 /* ---- Disk naming ---- */

@@ -22,11 +22,11 @@ static inline struct vbblk_vq *vbblk_hctx_vq(struct blk_mq_hw_ctx *hctx)
  * special_vec, so blk_rq_map_sg() maps it like any data segment.
  */
 static blk_status_t vbblk_rq_setup_ranges(struct vbblk *vblk,
-					  struct request *req, bool unmap)
+					  struct request *req)
 {
 	struct virtio_blk_discard_write_zeroes *range;
 	unsigned short n = blk_rq_nr_discard_segments(req);
-	u32 flags = unmap ? VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP : 0;
+	u32 flags = vbblk_range_flags(vblk, req->cmd_flags);
 	unsigned short i = 0;
 	struct bio *bio;
 
@@ -79,48 +79,22 @@ static blk_status_t vbblk_rq_setup(struct vbblk *vblk, struct request *req,
 				   struct vbblk_cmd *cmd, int *nents)
 {
 	sector_t sector = blk_rq_pos(req);
-	bool unmap = false;
 	blk_status_t st;
 	u32 type;
 
 	if (unlikely(vblk->read_only && op_is_write(req_op(req))))
 		return BLK_STS_IOERR;
-
-	switch (req_op(req)) {
-	case REQ_OP_READ:
-		type = VIRTIO_BLK_T_IN;
-		break;
-	case REQ_OP_WRITE:
-		type = VIRTIO_BLK_T_OUT;
-		break;
-	case REQ_OP_FLUSH:
-		type = VIRTIO_BLK_T_FLUSH;
-		sector = 0;
-		break;
-	case REQ_OP_DISCARD:
-		type = VIRTIO_BLK_T_DISCARD;
-		break;
-	case REQ_OP_WRITE_ZEROES:
-		type = VIRTIO_BLK_T_WRITE_ZEROES;
-		unmap = vblk->wz_may_unmap && !(req->cmd_flags & REQ_NOUNMAP);
-		break;
-	case REQ_OP_SECURE_ERASE:
-		type = VIRTIO_BLK_T_SECURE_ERASE;
-		break;
-	case REQ_OP_DRV_IN:
-		type = VIRTIO_BLK_T_GET_ID;
-		sector = 0;
-		break;
-	default:
+	if (!vbblk_op_type(req_op(req), &type))
 		return BLK_STS_NOTSUPP;
-	}
+	if (type == VIRTIO_BLK_T_FLUSH || type == VIRTIO_BLK_T_GET_ID)
+		sector = 0;
 
 	vbblk_iohdr_init(vblk, &cmd->hdr, type, sector);
 	cmd->hdr.kind = VBBLK_KIND_RQ;
 
 	if (type == VIRTIO_BLK_T_DISCARD || type == VIRTIO_BLK_T_WRITE_ZEROES ||
 	    type == VIRTIO_BLK_T_SECURE_ERASE) {
-		st = vbblk_rq_setup_ranges(vblk, req, unmap);
+		st = vbblk_rq_setup_ranges(vblk, req);
 		if (st)
 			return st;
 	}
