@@ -3,12 +3,23 @@
 #    goes, fio sees errors and exits, nothing hangs; rebind, data readable;
 #  - QMP device_del (PCI hot-unplug) during fio: same;
 #  - then the module unloads cleanly.
+# In bio mode each device is throttled first (QMP), so that stream batches
+# are held when it goes: remove must send or drain them, not strand them.
 . /tests/lib.sh
 drv_load
 d1=$(disk_by_serial UNPLUG-1)
 d2=$(disk_by_serial UNPLUG-2)
 vdev1=$(basename "$(readlink -f /sys/block/$d1/device)")
 log "disks: $d1 ($vdev1) $d2"
+
+bio=
+[ -d /sys/block/$d1/vbblk ] && [ ! -d /sys/block/$d1/mq ] && bio=1
+thr() { # thr QDEV IOPS: throttle a disk in bio mode
+	[ -n "$bio" ] || return 0
+	_r=$(hostcmd qmp block_set_io_throttle "{\"id\": \"/machine/peripheral/$1/virtio-backend\", \"bps\": 0, \"bps_rd\": 0, \"bps_wr\": 0, \"iops\": $2, \"iops_rd\": 0, \"iops_wr\": 0}") || fail "throttle $1"
+	case "$_r" in *error*) fail "throttle $1: $_r" ;; esac
+}
+merged() { cat /sys/block/$1/vbblk/merged 2>/dev/null || echo 0; }
 
 stream() { # stream DEV: background sequential writes
 	fio --name=stream --filename=/dev/$1 --direct=1 --ioengine=libaio --iodepth=32 \
@@ -23,8 +34,11 @@ waitpid_t() { # waitpid_t PID SECONDS: the process must end in time
 	done
 }
 
+thr unplug1 1000
 pid=$(stream $d1)
 sleep 3
+log "$d1: $(merged $d1) bios merged so far"
+[ -z "$bio" ] || [ "$(merged $d1)" -gt 0 ] || fail "no batch held on $d1 before unbind"
 log "unbinding $vdev1 from $DRIVER during I/O"
 echo "$vdev1" > /sys/bus/virtio/drivers/$DRIVER/unbind || fail "unbind failed"
 wait_gone $d1 30 || fail "$d1 still present after unbind"
@@ -33,9 +47,13 @@ log "fio after unbind: $(grep -o 'err=[^,]*' /tmp/fio-$d1.out | head -n 1)"
 echo "$vdev1" > /sys/bus/virtio/drivers/$DRIVER/bind || fail "rebind failed"
 d1=$(disk_by_serial UNPLUG-1)
 must dd if=/dev/$d1 of=/dev/null bs=1M count=8 iflag=direct
+thr unplug1 0
 
+thr unplug2 1000
 pid=$(stream $d2)
 sleep 3
+log "$d2: $(merged $d2) bios merged so far"
+[ -z "$bio" ] || [ "$(merged $d2)" -gt 0 ] || fail "no batch held on $d2 before device_del"
 log "QMP device_del unplug2 during I/O"
 hostcmd device_del unplug2 > /dev/null || fail "device_del failed"
 wait_gone $d2 60 || fail "$d2 still present 60s after device_del"
