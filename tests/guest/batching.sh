@@ -73,15 +73,11 @@ log "QD32 stream: $DB bios -> $DW requests (1 request per $((DB / DW)).$(((DB * 
 run_fio $common --ioengine=libaio --iodepth=32 --rw=write --verify=crc32c --verify_only=1
 
 # 5. a busy device: throttled to 500 requests/s, the stream must merge
-thr() {
-	_r=$(hostcmd qmp block_set_io_throttle "{\"id\": \"/machine/peripheral/batch/virtio-backend\", \"bps\": 0, \"bps_rd\": 0, \"bps_wr\": 0, \"iops\": $1, \"iops_rd\": 0, \"iops_wr\": 0}") || fail "throttle $1"
-	case "$_r" in *error*) fail "throttle $1: $_r" ;; esac
-}
-thr 500
+throttle batch 500
 snap
 run_fio $common --ioengine=libaio --iodepth=32 --rw=write --size=8m
 delta "seq write QD32, one at a time, device throttled to 500 IOPS"
-thr 0
+throttle batch 0
 echo "busy_stream_bios=$DB busy_stream_requests=$DW" >> /host/batching-ratio.txt
 log "busy device: $DB bios -> $DW requests"
 [ $((DW * 4)) -le "$DB" ] || fail "busy device: $DW requests for $DB bios (want <= 1 per 4)"

@@ -11,14 +11,10 @@
 drv_load
 d=$(disk_by_serial CPU-1)
 cpu1() { echo "$1" > /sys/devices/system/cpu/cpu1/online || fail "cpu1 online=$1"; }
-thr() {
-	_r=$(hostcmd qmp block_set_io_throttle "{\"id\": \"/machine/peripheral/cpuoff/virtio-backend\", \"bps\": 0, \"bps_rd\": 0, \"bps_wr\": 0, \"iops\": $1, \"iops_rd\": 0, \"iops_wr\": 0}") || fail "throttle $1"
-	case "$_r" in *error*) fail "throttle $1: $_r" ;; esac
-}
 bio=
 [ -d /sys/block/$d/vbblk ] && [ ! -d /sys/block/$d/mq ] && bio=1
 if [ -n "$bio" ]; then
-	thr 1000
+	throttle cpuoff 1000
 	off0=$(cat /sys/block/$d/vbblk/dispatch_cpu_offline)
 	m0=$(cat /sys/block/$d/vbblk/merged)
 fi
@@ -37,7 +33,7 @@ grep -q 'verify: bad' /tmp/fio.out && { cat /tmp/fio.out; fail "verify errors"; 
 log "$i offline/online cycles during I/O"
 [ "$i" -ge 3 ] || fail "only $i cycles ran: fio ended too soon to test anything"
 if [ -n "$bio" ]; then
-	thr 0
+	throttle cpuoff 0
 	m=$(($(cat /sys/block/$d/vbblk/merged) - m0))
 	off=$(($(cat /sys/block/$d/vbblk/dispatch_cpu_offline) - off0))
 	log "bios merged into held batches: $m; batches sent by the offline callback: $off"

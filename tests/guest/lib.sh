@@ -107,6 +107,15 @@ hostcmd() {
 	[ "$_st" = OK ] || { echo "[$VBTEST] host: $_st" >&2; return 1; }
 }
 
+# throttle QDEV IOPS: limit a virtio-blk disk (by its QEMU device id) to IOPS
+# requests/s through QMP, 0 to lift it. Makes the device, not the TCG guest,
+# the bottleneck, so that requests queue up in the device.
+throttle() {
+	_r=$(hostcmd qmp block_set_io_throttle "{\"id\": \"/machine/peripheral/$1/virtio-backend\", \"bps\": 0, \"bps_rd\": 0, \"bps_wr\": 0, \"iops\": $2, \"iops_rd\": 0, \"iops_wr\": 0}") ||
+		fail "throttle $1 $2"
+	case "$_r" in *error*) fail "throttle $1 $2: $_r" ;; esac
+}
+
 # fio wrapper: show output, fail with message on non-zero exit
 run_fio() {
 	log "fio $*"

@@ -14,11 +14,7 @@ log "disks: $d1 ($vdev1) $d2"
 
 bio=
 [ -d /sys/block/$d1/vbblk ] && [ ! -d /sys/block/$d1/mq ] && bio=1
-thr() { # thr QDEV IOPS: throttle a disk in bio mode
-	[ -n "$bio" ] || return 0
-	_r=$(hostcmd qmp block_set_io_throttle "{\"id\": \"/machine/peripheral/$1/virtio-backend\", \"bps\": 0, \"bps_rd\": 0, \"bps_wr\": 0, \"iops\": $2, \"iops_rd\": 0, \"iops_wr\": 0}") || fail "throttle $1"
-	case "$_r" in *error*) fail "throttle $1: $_r" ;; esac
-}
+thr() { [ -z "$bio" ] || throttle "$@"; }	# bio mode only
 merged() { cat /sys/block/$1/vbblk/merged 2>/dev/null || echo 0; }
 
 stream() { # stream DEV: background sequential writes
