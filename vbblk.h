@@ -23,7 +23,7 @@
 #include <linux/cpuhotplug.h>
 #include <linux/cpumask.h>
 #include <linux/list.h>
-#include <linux/mempool.h>
+#include <linux/llist.h>
 #include <linux/percpu.h>
 #include <linux/scatterlist.h>
 #include <linux/spinlock.h>
@@ -105,7 +105,10 @@ struct vbblk_vq {
 	unsigned int inflight;		/* on the ring; written under lock */
 	/* bio path */
 	struct list_head parked;	/* ring was full; under lock */
-	atomic_t bio_cmds;		/* allocated bio commands (<= depth) */
+	atomic_t bio_cmds;		/* bio commands in use (<= depth) */
+	struct vbblk_bio_cmd *cmds;	/* depth commands, preallocated */
+	struct llist_head free_cmds;	/* pushed lock-free on completion */
+	spinlock_t free_lock;		/* serialises pops of free_cmds */
 	wait_queue_head_t wait;		/* for a free bio command */
 	cpumask_var_t cpus;		/* CPUs that submit to this queue */
 	struct scatterlist *sg;		/* scratch for one add; under lock */
@@ -126,7 +129,6 @@ struct vbblk {
 
 	struct vbblk_batch __percpu *batch;
 	struct vbblk_stats __percpu *stats;
-	mempool_t *cmd_pool;		/* struct vbblk_bio_cmd */
 	atomic_t plug_refs;		/* plug callbacks that still use us */
 	struct hlist_node cpuhp_node;
 	bool draining;			/* remove/freeze: hold nothing back */
@@ -231,6 +233,7 @@ struct vbblk_bio_cmd {
 	u8 stage;			/* flush emulation step */
 	bool postflush;			/* FUA: flush after the data */
 	struct list_head park;
+	struct llist_node free_node;	/* on vq->free_cmds */
 	struct virtio_blk_discard_write_zeroes range;
 };
 

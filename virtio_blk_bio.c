@@ -33,7 +33,6 @@ enum vbblk_stage {
 };
 
 /* Commands kept in reserve so a GFP_NOIO allocation always succeeds. */
-#define VBBLK_CMD_POOL_MIN	16
 
 /*
  * Scatterlist entries for one bio, cut exactly as the block layer counts
@@ -78,55 +77,69 @@ unsigned int vbblk_bio_segs(struct vbblk *vblk, struct bio *bio)
 	return vbblk_bio_map(vblk->disk->queue, bio, NULL);
 }
 
-static bool vbblk_get_cmd_slot(struct vbblk_vq *vq)
+/*
+ * Commands are preallocated, depth per virtqueue, as blk-mq preallocates
+ * requests: a slab allocation per bio would cost more than the block
+ * layer we skip (init_on_alloc zeroes every object). Completions push
+ * lock-free; pops are serialised because llist_del_first needs one
+ * consumer at a time, and several CPUs may share a queue.
+ */
+static struct vbblk_bio_cmd *vbblk_get_cmd(struct vbblk_vq *vq)
 {
-	return atomic_add_unless(&vq->bio_cmds, 1, vq->vblk->depth);
+	struct llist_node *node;
+
+	if (llist_empty(&vq->free_cmds))
+		return NULL;
+	spin_lock(&vq->free_lock);
+	node = llist_del_first(&vq->free_cmds);
+	spin_unlock(&vq->free_lock);
+	if (!node)
+		return NULL;
+	atomic_inc(&vq->bio_cmds);
+	return llist_entry(node, struct vbblk_bio_cmd, free_node);
 }
 
 /*
- * A command for @bio's submitter on @vq. Sleeps for a free slot unless the
+ * A command for @bio's submitter on @vq. Sleeps for a free one unless the
  * bio is REQ_NOWAIT: then NULL, and the bio has ended with EAGAIN.
  */
 struct vbblk_bio_cmd *vbblk_bio_cmd_alloc(struct vbblk *vblk,
 					  struct vbblk_vq *vq, struct bio *bio)
 {
-	bool nowait = bio->bi_opf & REQ_NOWAIT;
-	struct vbblk_bio_cmd *cmd;
+	struct vbblk_bio_cmd *cmd = vbblk_get_cmd(vq);
 
-	if (!vbblk_get_cmd_slot(vq)) {
-		if (nowait)
-			goto would_block;
+	if (!cmd) {
+		if (bio->bi_opf & REQ_NOWAIT) {
+			vbblk_stat_inc(vblk, VBBLK_STAT_NOWAIT_EAGAIN);
+			bio_wouldblock_error(bio);
+			return NULL;
+		}
 		/* Sleeping flushes our plug, so held batches go out first. */
 		vbblk_stat_inc(vblk, VBBLK_STAT_RING_FULL_WAITS);
-		wait_event(vq->wait, vbblk_get_cmd_slot(vq));
+		wait_event(vq->wait, (cmd = vbblk_get_cmd(vq)));
 	}
 
-	cmd = mempool_alloc(vblk->cmd_pool, nowait ? GFP_NOWAIT : GFP_NOIO);
-	if (!cmd) {
-		atomic_dec(&vq->bio_cmds);
-		wake_up(&vq->wait);
-		goto would_block;
-	}
-
-	memset(cmd, 0, sizeof(*cmd));
-	cmd->hdr.kind = VBBLK_KIND_BIO;
-	cmd->vq = vq;
+	/* Every field a command reads before writing it; no memset. */
+	cmd->bio = NULL;
+	cmd->tail = NULL;
+	cmd->nr_bios = 0;
+	cmd->nr_segs = 0;
+	cmd->bytes = 0;
+	cmd->end = 0;
+	cmd->start_time = 0;
+	cmd->stage = 0;
+	cmd->postflush = false;
 	INIT_LIST_HEAD(&cmd->park);
 	return cmd;
-
-would_block:
-	vbblk_stat_inc(vblk, VBBLK_STAT_NOWAIT_EAGAIN);
-	bio_wouldblock_error(bio);
-	return NULL;
 }
 
 static void vbblk_bio_cmd_free(struct vbblk_bio_cmd *cmd)
 {
 	struct vbblk_vq *vq = cmd->vq;
 
-	mempool_free(cmd, vq->vblk->cmd_pool);
+	llist_add(&cmd->free_node, &vq->free_cmds);
 	atomic_dec(&vq->bio_cmds);
-	/* Submitters waiting for a slot, or a drain waiting for zero. */
+	/* Submitters waiting for a command, or a drain waiting for zero. */
 	if (wq_has_sleeper(&vq->wait))
 		wake_up(&vq->wait);
 }
@@ -480,16 +493,25 @@ int vbblk_bio_init(struct vbblk *vblk)
 
 	vblk->depth = min(vbblk_queue_depth,
 			  virtqueue_get_vring_size(vblk->vqs[0].vq));
-	vblk->cmd_pool = mempool_create_kmalloc_pool(VBBLK_CMD_POOL_MIN,
-					sizeof(struct vbblk_bio_cmd));
 	vblk->batch = alloc_percpu(struct vbblk_batch);
-	if (!vblk->cmd_pool || !vblk->batch)
+	if (!vblk->batch)
 		goto fail;
 
 	for (i = 0; i < vblk->num_vqs; i++) {
 		struct vbblk_vq *vq = &vblk->vqs[i];
+		unsigned int j;
 
 		atomic_set(&vq->bio_cmds, 0);
+		spin_lock_init(&vq->free_lock);
+		init_llist_head(&vq->free_cmds);
+		vq->cmds = kvcalloc(vblk->depth, sizeof(*vq->cmds), GFP_KERNEL);
+		if (!vq->cmds)
+			goto fail;
+		for (j = 0; j < vblk->depth; j++) {
+			vq->cmds[j].hdr.kind = VBBLK_KIND_BIO;
+			vq->cmds[j].vq = vq;
+			llist_add(&vq->cmds[j].free_node, &vq->free_cmds);
+		}
 		vq->sg = kvmalloc_array(vblk->sg_elems, sizeof(*vq->sg),
 					GFP_KERNEL);
 		if (!vq->sg || !zalloc_cpumask_var(&vq->cpus, GFP_KERNEL))
@@ -512,12 +534,12 @@ void vbblk_bio_exit(struct vbblk *vblk)
 	for (i = 0; i < vblk->num_vqs; i++) {
 		kvfree(vblk->vqs[i].sg);
 		vblk->vqs[i].sg = NULL;
+		kvfree(vblk->vqs[i].cmds);
+		vblk->vqs[i].cmds = NULL;
 		free_cpumask_var(vblk->vqs[i].cpus);
 	}
 	free_percpu(vblk->batch);
 	vblk->batch = NULL;
-	mempool_destroy(vblk->cmd_pool);
-	vblk->cmd_pool = NULL;
 }
 
 /*

@@ -3,7 +3,8 @@
 
 Contents: busybox-static (+ applet links), fio, e2fsprogs, util-linux
 blkdiscard/blockdev/fallocate, kmod (modprobe/insmod/rmmod/lsmod/modinfo),
-vbtool (static, built from tests/tools/vbtool.c), the guest kernel's virtio,
+vbtool and vbmark (static, from tests/tools/vbtool.c and bench/tools/vbmark.c),
+the guest kernel's virtio,
 ext4, 9p and null_blk modules (+ depmod data), vbblk.ko (if present) in
 /lib/modules/<ver>/extra, the guest test scripts (/tests), vbblk-bind.sh, /init.
 
@@ -134,6 +135,9 @@ def main():
     else:
         run(['gcc', '-static', '-O2', '-Wall', '-Wextra', '-Werror', '-o', vbtool,
              os.path.join(REPO, 'tests/tools/vbtool.c')])
+    # vbmark: the bench's marker for the kinsn QEMU plugin (static)
+    run(['gcc', '-static', '-O2', '-Wall', '-Wextra', '-Werror', '-o',
+         os.path.join(stage, 'usr/bin/vbmark'), os.path.join(REPO, 'bench/tools/vbmark.c')])
 
     # kernel modules
     mdir = '/lib/modules/%s' % ver

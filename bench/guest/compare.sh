@@ -1,10 +1,21 @@
 # compare: fio against one disk under each driver configuration, interleaved
 # (A B C D A B C D ...), in one boot. Writes fio JSON and counters to
 # /host/results/. Settings come from /host/config.sh (written by
-# bench/compare): ROUNDS, RUNTIME, CONFIGS, WORKLOADS.
+# bench/compare): ROUNDS, RUNTIME, CONFIGS, WORKLOADS, KINSN, PROFILE,
+# SETTLE_MS, KWIN_MS, NWIN_MS.
+#
+# One timed fio run per round, config and workload. While it runs:
+#   1. (KINSN=1) `vbmark window` waits for I/O to flow, then brackets KWIN_MS
+#      of steady state with two kinsn plugin markers and reports the KiB
+#      submitted in between: the host turns that into guest kernel
+#      instructions per I/O, with fio's start-up and exit outside the window;
+#   2. for NWIN_MS, the host counts the disk's notifies in QEMU's trace
+#      (virtio_queue_notify) and /proc/interrupts counts virtio interrupts.
+# Device requests and flushes (QMP query-blockstats) cover the whole run.
 . /tests/lib.sh
 . /host/config.sh
-mkdir -p /host/results
+R=/host/results
+mkdir -p $R
 jobs=/tests/jobs
 
 load_cfg() {
@@ -13,35 +24,84 @@ load_cfg() {
 	request) insmod "$VBBLK_KO" mode=request ;;
 	bio-nobatch) insmod "$VBBLK_KO" mode=bio batch=0 ;;
 	bio) insmod "$VBBLK_KO" mode=bio batch=1 ;;
+	nullb-bio) modprobe null_blk queue_mode=0 gb=4 nr_devices=1 ;;
+	nullb-mq) modprobe null_blk queue_mode=2 gb=4 nr_devices=1 ;;
 	*) fail "unknown config $1" ;;
 	esac || fail "cannot load config $1"
 }
-unload_cfg() { if [ "$1" = stock ]; then rmmod virtio_blk; else rmmod vbblk; fi || fail "unload $1"; }
+unload_cfg() {
+	case $1 in
+	stock) rmmod virtio_blk ;;
+	nullb-*) rmmod null_blk ;;
+	*) rmmod vbblk ;;
+	esac || fail "unload $1"
+}
+cfg_disk() {
+	case $1 in
+	nullb-*) _i=0; while [ ! -b /dev/nullb0 ] && [ $_i -lt 100 ]; do sleep 0.1; _i=$((_i + 1)); done
+		echo nullb0 ;;
+	*) disk_by_serial BENCH-1 ;;
+	esac
+}
 
-devops() { hostcmd blockstats bench | awk -F= '/^(rd|wr|flush)_operations=/ { n += $2 } END { print n + 0 }'; }
+# QMP query-blockstats of the bench disk: "requests flushes"
+devops() {
+	case $cfg in nullb-*) echo "0 0"; return ;; esac
+	hostcmd blockstats bench | awk -F= '/^(rd|wr)_operations=/ { n += $2 }
+		/^flush_operations=/ { f = $2 } END { print n + 0, f + 0 }'
+}
 irqs() { # interrupts of the disk's virtio request queues, all CPUs
+	[ -n "$1" ] || { echo 0; return; }
 	awk -v dev="$1" '$0 ~ dev"-req" { for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+$/) n += $i } END { print n + 0 }' /proc/interrupts
 }
-vstat() { if [ -r /sys/block/$d/vbblk/$1 ]; then cat /sys/block/$d/vbblk/$1; else echo 0; fi; }
+
+# notifies: QEMU traces virtio_queue_notify; the host counts the bench disk's
+# lines between "nwin start" and "nwin stop" (a guest kprobe would cost
+# instructions, and toggling one under I/O is not safe under TCG)
+notifies() {
+	case $cfg in nullb-*) echo "notifies=0 requests=0"; return ;; esac
+	hostcmd nwin "$1" | tr '\n' ' '
+}
+
+pgpg() { awk '/^pgpg(in|out) / { s += $2 } END { print s + 0 }' /proc/vmstat; }
+ms_sleep() { sleep "$(awk -v m="$1" 'BEGIN { printf "%.3f", m / 1000 }')"; }
 
 r=1
 while [ $r -le "$ROUNDS" ]; do
 	for cfg in $CONFIGS; do
 		load_cfg $cfg
-		d=$(disk_by_serial BENCH-1)
-		vd=$(basename "$(readlink -f /sys/block/$d/device)")
+		d=$(cfg_disk $cfg)
+		[ -b /dev/$d ] || fail "no disk for $cfg"
+		vd=
+		case $cfg in nullb-*) ;; *) vd=$(basename "$(readlink -f /sys/block/$d/device)") ;; esac
 		for wl in $WORKLOADS; do
-			out=/host/results/r$r-$cfg-$wl
-			o0=$(devops); i0=$(irqs $vd); n0=$(vstat notifies); b0=$(vstat bios)
+			out=$R/r$r-$cfg-$wl
+			set -- $(devops); o0=$1 f0=$2
 			fio --output-format=json --output=$out.json --filename=/dev/$d \
-				--runtime="$RUNTIME" $jobs/$wl.fio > $out.err 2>&1 ||
-				{ cat $out.err; fail "fio $wl under $cfg"; }
-			echo "dev_ops=$(($(devops) - o0)) irqs=$(($(irqs $vd) - i0)) notifies=$(($(vstat notifies) - n0)) bios=$(($(vstat bios) - b0))" > $out.counts
+				--time_based=1 --runtime="$RUNTIME" $jobs/$wl.fio > $out.err 2>&1 &
+			fpid=$!
+			if [ "$KINSN" = 1 ]; then
+				vbmark window "$SETTLE_MS" "$KWIN_MS" $([ "$PROFILE" = 1 ] && echo prof) \
+					> $out.window || fail "vbmark window under $cfg $wl"
+				echo "/host/results/r$r-$cfg-$wl" >> $R/marks.list
+			else
+				p=$(pgpg); while [ "$(pgpg)" = "$p" ]; do sleep 0.05; done
+				ms_sleep "$SETTLE_MS"
+			fi
+			notifies start > /dev/null; i0=$(irqs $vd); p0=$(pgpg)
+			ms_sleep "$NWIN_MS"
+			i1=$(irqs $vd); p1=$(pgpg); nw=$(notifies stop)
+			wait $fpid || { cat $out.err; fail "fio $wl under $cfg"; }
+			# module symbols for the profile (modules move between loads)
+			[ "$PROFILE" = 1 ] && grep '\[' /proc/kallsyms > $out.modsyms
+			set -- $(devops)
+			echo "dev_ops=$(($1 - o0)) flushes=$(($2 - f0)) irqs=$((i1 - i0)) $nw nwin_kib=$((p1 - p0))" > $out.counts
 			log "round $r $cfg $wl: $(cat $out.counts)"
 		done
 		unload_cfg $cfg
-		wait_gone $d || fail "$d did not go away"
+		case $cfg in nullb-*) ;; *) wait_gone $d || fail "$d did not go away" ;; esac
 	done
 	r=$((r + 1))
 done
-echo done > /host/results/complete
+[ "$PROFILE" = 1 ] && grep -v '\[' /proc/kallsyms > $R/kallsyms
+echo done > $R/complete

@@ -22,8 +22,11 @@ ALL_PATHS = ('mode=bio', 'mode=bio batch=0', 'mode=request')
 class Test:
     def __init__(self, name, disks, timeout=240, vbblk_only=False, mem=1024, setup=None,
                  check=None, actions=None, doc='', optional=False, extra_args=(), append='',
-                 smp=2, modes=BOTH):
+                 smp=2, modes=BOTH, host=None):
         self.name = name
+        # host(outdir) -> failure reason or None: a test that runs on the
+        # host (it may boot its own guests) instead of one guest script
+        self.host = host
         self.modes = modes
         self.disks = disks
         self.timeout = timeout
@@ -201,6 +204,45 @@ def _cpu_offline():
 def _unplug():
     """unbind and QMP device_del during streaming writes: no hang, no oops; unload after"""
     return [Disk('unplug1', '64M', serial='UNPLUG-1'), Disk('unplug2', '64M', serial='UNPLUG-2')]
+
+
+# --------------------------------------------------------------------------
+def _bench_smoke(outdir):
+    """Run bench/compare small and check what it must produce."""
+    import json
+    import subprocess
+    import sys
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = os.path.join(outdir, 'bench')
+    env = dict(os.environ, OUT=out, CONFIGS='stock bio', WORKLOADS='randread-qd1',
+               BACKENDS='null-co', ROUNDS='3', RUNTIME='3', KINSN='1', PROFILE='0', FULL='0')
+    os.makedirs(outdir, exist_ok=True)
+    with open(os.path.join(outdir, 'bench.log'), 'w') as log:
+        r = subprocess.run([sys.executable, os.path.join(repo, 'bench', 'compare')], env=env,
+                           stdout=log, stderr=subprocess.STDOUT, timeout=900)
+    if r.returncode:
+        return 'bench/compare exited %d (see %s/bench.log)' % (r.returncode, outdir)
+    if 'Guest kernel instructions per I/O' not in open(os.path.join(out, 'report.md')).read():
+        return 'report.md has no instruction table'
+    for png in ('kinsn', 'iops_ratio', 'requests'):
+        p = os.path.join(out, 'null-co-%s.png' % png)
+        if not os.path.exists(p) or open(p, 'rb').read(8) != b'\x89PNG\r\n\x1a\n':
+            return 'chart %s missing or not a PNG' % p
+    summ = json.load(open(os.path.join(out, 'summary.json')))['summary']['null-co']
+    for cfg, cell in summ['randread-qd1'].items():
+        k = sorted(r['kinsn'] or 0 for r in cell['rounds'])
+        if k[0] <= 0:
+            return '%s: instruction counter gave %s' % (cfg, k)
+        # two repeats of a cell agree within 2 % (a round may be an outlier)
+        best = min((b - a) / a for a, b in zip(k, k[1:]))
+        if best > 0.02:
+            return '%s: no two rounds within 2%%: %s' % (cfg, [round(x) for x in k])
+    return None
+
+
+TESTS.append(Test('bench_smoke', lambda: [], vbblk_only=True, modes=('',), host=_bench_smoke,
+                  doc='bench/compare small (stock vs bio, randread QD1, 3 rounds): report, '
+                      'PNG charts, instruction counter non-zero and repeatable within 2 %'))
 
 
 def by_name():

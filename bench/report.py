@@ -1,0 +1,310 @@
+#!/usr/bin/env python3
+"""Turn a bench/compare results directory into summary.json and report.md.
+
+  bench/report.py RESULTS_DIR
+
+Reads RESULTS_DIR/meta.json and, per backend, raw/ (fio JSON and counters
+from the guest) and kinsn.marks (the plugin's counter snapshots).  Can be
+re-run on old results.  Kernel instructions per I/O for a cell come from
+the two markers `vbmark window` put inside its timed run: the difference of
+the kernel counter over the I/Os submitted in between (/proc/vmstat KiB
+divided by the job's block size).
+"""
+import bisect
+import json
+import os
+import statistics
+import sys
+
+CFG_LABEL = {'stock': 'stock virtio_blk', 'request': 'vbblk request', 'bio-nobatch':
+             'vbblk bio, batch=0', 'bio': 'vbblk bio', 'nullb-bio': 'null_blk bio',
+             'nullb-mq': 'null_blk mq'}
+
+# The project's targets (issue 4): bio mode against stock in the same run.
+TARGETS = [
+    # workload, metric, op, bound, text
+    ('randread-qd1', 'kinsn', '<=', 0.85, '4k random QD1: kernel instructions/IO <= 0.85x'),
+    ('randread-qd1', 'iops', '>=', 1.15, '4k random QD1: IOPS >= 1.15x'),
+    ('randread-qd32', 'kinsn', '<=', 0.75, '4k random QD32: kernel instructions/IO <= 0.75x'),
+    ('randread-qd32', 'iops', '>=', 1.25, '4k random QD32: IOPS >= 1.25x'),
+    ('seqwrite-qd32-batch16', 'iops', '>=', 1.0, '4k sequential write, batched: IOPS >= 1.0x'),
+    ('seqread-qd32-batch16', 'iops', '>=', 1.0, '4k sequential read, batched: IOPS >= 1.0x'),
+    ('seqwrite-qd32', 'iops', '>=', 1.0, '4k sequential write, one at a time: IOPS >= 1.0x'),
+    ('seqwrite-qd32-batch16', 'requests', '<=', 1.0,
+     '4k sequential write, batched: device requests/bio <= stock'),
+    ('seqread-qd32-batch16', 'requests', '<=', 1.0,
+     '4k sequential read, batched: device requests/bio <= stock'),
+    ('seqwrite-qd32', 'requests_abs', '<=', 0.25,
+     '4k sequential write, one at a time: device requests/bio <= 1/4'),
+    ('seqread-128k-qd8', 'iops', '>=', 0.98, '128k sequential read: IOPS >= 0.98x'),
+    ('seqwrite-128k-qd8', 'iops', '>=', 0.98, '128k sequential write: IOPS >= 0.98x'),
+]
+
+
+def fio_side(path):
+    """Totals over read+write of one fio JSON (numjobs are group-reported)."""
+    j = json.load(open(path))['jobs'][0]
+    sides = [j[k] for k in ('read', 'write') if j[k]['total_ios']]
+    main = max(sides, key=lambda x: x['total_ios']) if sides else j['read']
+    pct = main['clat_ns'].get('percentile', {})
+    return {'ios': sum(x['total_ios'] for x in sides),
+            'iops': sum(x['iops'] for x in sides),
+            'bw_kib': sum(x['bw'] for x in sides),
+            'p50_us': pct.get('50.000000', 0) / 1000.0,
+            'p99_us': pct.get('99.000000', 0) / 1000.0}
+
+
+def read_counts(path):
+    return {k: int(v) for k, v in (w.split('=') for w in open(path).read().split())}
+
+
+def read_marks(path):
+    marks = []
+    if os.path.exists(path):
+        for line in open(path):
+            w = line.split()
+            if w and w[0] == 'mark':
+                marks.append((int(w[3]), int(w[5])))
+    return marks
+
+
+def kallsyms(lines):
+    syms = []
+    for line in lines:
+        w = line.split()
+        if len(w) >= 3 and w[1] in 'tTwW':
+            syms.append((int(w[0], 16), w[2] + (' ' + w[3] if len(w) > 3 else '')))
+    return syms
+
+
+def job_bs_kib(wl):
+    """Block size of a bench/jobs file, in KiB."""
+    jobs = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'jobs')
+    for line in open(os.path.join(jobs, wl + '.fio')):
+        if line.startswith('bs='):
+            v = line.split('=', 1)[1].strip().lower()
+            return int(v[:-1]) * (1024 if v.endswith('m') else 1) if v[-1] in 'km' else \
+                int(v) // 1024
+    return 4
+
+
+def profile(bdir, idx, base, ios):
+    """Top kernel symbols of the idx-th profile window, per I/O."""
+    prof = os.path.join(bdir, 'kinsn.marks.prof%d' % idx)
+    ksyms = os.path.join(bdir, 'raw', 'kallsyms')
+    if not os.path.exists(prof) or not os.path.exists(ksyms):
+        return None
+    syms = sorted(kallsyms(open(ksyms)) + kallsyms(open(base + '.modsyms'))
+                  if os.path.exists(base + '.modsyms') else kallsyms(open(ksyms)))
+    addrs = [a for a, _ in syms]
+    per = {}
+    total = 0
+    for line in open(prof):
+        va, n, e = line.split()
+        va = int(va, 16)
+        if va < 0xffff800000000000:
+            continue
+        i = bisect.bisect_right(addrs, va) - 1
+        name = syms[i][1] if i >= 0 else '?'
+        c = int(n) * int(e)
+        per[name] = per.get(name, 0) + c
+        total += c
+    top = sorted(per.items(), key=lambda kv: -kv[1])[:40]
+    return total, [(name, c / ios) for name, c in top]
+
+
+def ratio_sum(rounds, num, den):
+    d = sum(c[den] for c in rounds)
+    return sum(c[num] for c in rounds) / d if d else None
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def summarize_backend(meta, bdir):
+    raw = os.path.join(bdir, 'raw')
+    marks = read_marks(os.path.join(bdir, 'kinsn.marks'))
+    order = open(os.path.join(raw, 'marks.list')).read().split() if meta['kinsn'] else []
+    out = {}
+    profiles = {}
+    for wl in meta['workloads']:
+        bs = job_bs_kib(wl)
+        for cfg in meta['configs']:
+            rounds = []
+            for r in range(1, meta['rounds'] + 1):
+                base = os.path.join(raw, 'r%d-%s-%s' % (r, cfg, wl))
+                c = fio_side(base + '.json')
+                c.update(read_counts(base + '.counts'))
+                c['nwin_ios'] = c['nwin_kib'] / bs
+                c['kinsn'] = c['uinsn'] = None
+                gbase = '/host/results/' + os.path.basename(base)
+                if gbase in order:
+                    i = order.index(gbase)
+                    wios = read_counts(base + '.window')['kib'] / bs
+                    if len(marks) >= 2 * i + 2 and wios > 0:
+                        m = marks[2 * i:2 * i + 2]
+                        c['window_ios'] = wios
+                        c['kinsn'] = (m[1][0] - m[0][0]) / wios
+                        c['uinsn'] = (m[1][1] - m[0][1]) / wios
+                        if meta.get('profile'):
+                            p = profile(bdir, i, base, wios)
+                            if p:
+                                profiles['%s %s r%d' % (cfg, wl, r)] = p
+                rounds.append(c)
+            ios = sum(c['ios'] for c in rounds)
+            k = [c['kinsn'] for c in rounds if c['kinsn'] is not None]
+            virtio = not cfg.startswith('nullb')
+            out.setdefault(wl, {})[cfg] = {
+                'iops': med(c['iops'] for c in rounds),
+                'iops_min': min(c['iops'] for c in rounds),
+                'iops_max': max(c['iops'] for c in rounds),
+                'bw_kib': med(c['bw_kib'] for c in rounds),
+                'p50_us': med(c['p50_us'] for c in rounds),
+                'p99_us': med(c['p99_us'] for c in rounds),
+                'kinsn': med(k) if k else None,
+                'kinsn_min': min(k) if k else None,
+                'kinsn_max': max(k) if k else None,
+                'kinsn_spread': (max(k) - min(k)) / med(k) if len(k) > 1 else None,
+                'uinsn': med(c['uinsn'] for c in rounds),
+                'requests_per_io': sum(c['dev_ops'] for c in rounds) / ios if virtio else None,
+                'flushes_per_io': sum(c['flushes'] for c in rounds) / ios if virtio else None,
+                # notifies per device request in the window, times requests per I/O
+                'notifies_per_io': (ratio_sum(rounds, 'notifies', 'requests') *
+                                    sum(c['dev_ops'] for c in rounds) / ios
+                                    if virtio and ratio_sum(rounds, 'notifies', 'requests')
+                                    is not None else None),
+                'irqs_per_io': ratio_sum(rounds, 'irqs', 'nwin_ios') if virtio else None,
+                'rounds': rounds}
+    for wl, cells in out.items():
+        st = cells.get('stock')
+        for cfg, c in cells.items():
+            c['ratio'] = {}
+            if not st:
+                continue
+            for key in ('iops', 'kinsn', 'requests_per_io', 'notifies_per_io', 'irqs_per_io'):
+                if c.get(key) is not None and st.get(key):
+                    c['ratio'][key] = c[key] / st[key]
+    return out, profiles
+
+
+def fmt_k(x):
+    return '-' if x is None else ('%.1fk' % (x / 1000) if x >= 1000 else '%.0f' % x)
+
+
+def fmt_r(r, better_low):
+    if r is None:
+        return ''
+    good = r < 0.995 if better_low else r > 1.005
+    s = '%.2fx' % r
+    return ' **%s**' % s if good else ' %s' % s
+
+
+def fmt_f(x, d=3):
+    return '-' if x is None else '%.*f' % (d, x)
+
+
+def targets(summary):
+    rows = []
+    for wl, metric, op, bound, text in TARGETS:
+        c = summary.get(wl, {}).get('bio')
+        st = summary.get(wl, {}).get('stock')
+        if not c:
+            continue
+        if metric == 'requests_abs':
+            v = c['requests_per_io']
+        elif metric == 'requests':
+            v = c['requests_per_io'] / st['requests_per_io'] if st and st['requests_per_io'] else None
+        elif st:
+            v = c['ratio'].get(metric)
+        else:
+            v = None
+        if v is None:
+            continue
+        ok = v <= bound if op == '<=' else v >= bound
+        rows.append((text, v, 'met' if ok else 'MISSED'))
+    return rows
+
+
+def report(meta, summaries, profiles):
+    L = ['# vbblk benchmark', '',
+         '%s; guest kernel %s; %s; %s; %d vCPUs; %d rounds interleaved; %ds timed runs; '
+         'instructions counted over %d ms of steady state inside each timed run.'
+         % (meta['date'], meta['kernel'], meta['qemu'], meta['accel'].upper(), meta['guest_cpus'],
+            meta['rounds'], meta['runtime'], meta['kwin_ms']), '',
+         'Ratios are to stock virtio_blk in the same boot; **bold** means better than stock. '
+         'Kernel instructions per I/O (the `kinsn` TCG plugin) are exact and repeatable; '
+         'IOPS under TCG are noisy (+-10-25 %) and measured with the plugin loaded. '
+         'null_blk rows are the block layer with no device: a floor for instructions, '
+         'not a competitor.', '']
+    for backend, summary in summaries.items():
+        cfgs = meta['configs']
+        L += ['## Backend: %s' % backend, '']
+        if meta['kinsn']:
+            L += ['### Guest kernel instructions per I/O (median over rounds; spread max-min)', '',
+                  '| workload | ' + ' | '.join(CFG_LABEL[c] for c in cfgs) + ' |',
+                  '|---|' + '---|' * len(cfgs)]
+            for wl, cells in summary.items():
+                row = []
+                for c in cfgs:
+                    x = cells[c]
+                    sp = ' (%.1f%%)' % (100 * x['kinsn_spread']) if x['kinsn_spread'] is not None else ''
+                    row.append(fmt_k(x['kinsn']) + sp + fmt_r(x['ratio'].get('kinsn'), True))
+                L.append('| %s | %s |' % (wl, ' | '.join(row)))
+            L.append('')
+        L += ['### IOPS (median, min-max)', '',
+              '| workload | ' + ' | '.join(CFG_LABEL[c] for c in cfgs) + ' |',
+              '|---|' + '---|' * len(cfgs)]
+        for wl, cells in summary.items():
+            L.append('| %s | %s |' % (wl, ' | '.join(
+                '%.0f (%.0f-%.0f)%s' % (cells[c]['iops'], cells[c]['iops_min'], cells[c]['iops_max'],
+                                        fmt_r(cells[c]['ratio'].get('iops'), False)) for c in cfgs)))
+        L += ['', '### Per workload', '']
+        for wl, cells in summary.items():
+            L += ['**%s**' % wl, '',
+                  '| driver | MiB/s | p50 us | p99 us | dev requests/IO | flushes/IO | notifies/IO '
+                  '| irqs/IO | user insns/IO |', '|---|---|---|---|---|---|---|---|---|']
+            for c in cfgs:
+                x = cells[c]
+                L.append('| %s | %.1f | %.0f | %.0f | %s | %s | %s | %s | %s |'
+                         % (CFG_LABEL[c], x['bw_kib'] / 1024, x['p50_us'], x['p99_us'],
+                            fmt_f(x['requests_per_io']), fmt_f(x['flushes_per_io']),
+                            fmt_f(x['notifies_per_io']), fmt_f(x['irqs_per_io']), fmt_k(x['uinsn'])))
+            L.append('')
+        rows = targets(summary)
+        if rows:
+            L += ['### Targets (vbblk bio against stock)', '', '| target | measured | result |',
+                  '|---|---|---|']
+            L += ['| %s | %.3f | %s |' % r for r in rows]
+            L.append('')
+        for png in ('kinsn', 'iops_ratio', 'requests'):
+            L.append('![%s](%s-%s.png)' % (png, backend, png))
+        L.append('')
+        if profiles.get(backend):
+            L += ['### Where the kernel instructions go (first round, instruction window, '
+                  'per I/O, by kernel symbol)', '']
+            for cell, (total, top) in sorted(profiles[backend].items()):
+                L += ['<details><summary>%s</summary>' % cell, '', '```']
+                L += ['%10.0f  %s' % (v, n) for n, v in top]
+                L += ['```', '</details>', '']
+    return '\n'.join(L) + '\n'
+
+
+def main():
+    out = sys.argv[1]
+    meta = json.load(open(os.path.join(out, 'meta.json')))
+    summaries, profiles = {}, {}
+    for b in meta['backends']:
+        summaries[b], profiles[b] = summarize_backend(meta, os.path.join(out, b))
+    json.dump({'meta': meta, 'summary': summaries,
+               'targets': {b: targets(s) for b, s in summaries.items()}},
+              open(os.path.join(out, 'summary.json'), 'w'), indent=1)
+    text = report(meta, summaries, profiles)
+    open(os.path.join(out, 'report.md'), 'w').write(text)
+    print(text)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
