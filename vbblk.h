@@ -34,6 +34,7 @@
 #define VBBLK_NAME		KBUILD_MODNAME
 #define VBBLK_PART_BITS		4
 #define VBBLK_MAX_QUEUES	256
+#define VBBLK_MAX_POLL_QUEUES	64
 #define VBBLK_MAX_DEPTH		1024
 /* Ranges in one discard/write-zeroes/secure-erase command (one payload page). */
 #define VBBLK_MAX_RANGES	(PAGE_SIZE / sizeof(struct virtio_blk_discard_write_zeroes))
@@ -48,6 +49,7 @@ enum vbblk_mode {
 /* Module parameters, validated by their setters (virtio_blk_core.c). */
 extern enum vbblk_mode vbblk_mode;
 extern unsigned int vbblk_num_queues;
+extern unsigned int vbblk_poll_queues;
 extern unsigned int vbblk_queue_depth;
 extern bool vbblk_batch;
 extern unsigned int vbblk_batch_max_bios;
@@ -103,6 +105,7 @@ struct vbblk_vq {
 	struct vbblk *vblk;
 	unsigned int index;
 	unsigned int inflight;		/* on the ring; written under lock */
+	bool hctx_stopped;		/* queue_rq stopped its hctx; under lock */
 	/* bio path */
 	struct list_head parked;	/* ring was full; under lock */
 	atomic_t bio_cmds;		/* bio commands in use (<= depth) */
@@ -137,7 +140,8 @@ struct vbblk {
 
 	struct work_struct config_work;	/* capacity change */
 
-	unsigned int num_vqs;
+	unsigned int num_vqs;		/* interrupt-driven, then polled */
+	unsigned int num_poll_vqs;	/* the last ones; no callback */
 	struct vbblk_vq *vqs;
 
 	unsigned int sg_elems;		/* data segments per command */
@@ -202,8 +206,8 @@ int vbblk_vq_add(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 bool vbblk_vq_kick_prepare(struct vbblk_vq *vq);
 void vbblk_vq_notify(struct vbblk_vq *vq);
 void vbblk_vq_kick(struct vbblk_vq *vq);
-struct vbblk_iohdr *vbblk_vq_reap(struct vbblk_vq *vq);
-int vbblk_init_vqs(struct vbblk *vblk, unsigned int want);
+int vbblk_vq_poll(struct vbblk_vq *vq);
+int vbblk_init_vqs(struct vbblk *vblk, unsigned int want, unsigned int npoll);
 void vbblk_del_vqs(struct vbblk *vblk);
 void vbblk_iohdr_init(struct vbblk *vblk, struct vbblk_iohdr *hdr, u32 type,
 		      sector_t sector);
@@ -238,6 +242,8 @@ struct vbblk_bio_cmd {
 };
 
 void vbblk_submit_bio(struct bio *bio);
+int vbblk_poll_bio(struct bio *bio, struct io_comp_batch *iob,
+		   unsigned int flags);
 int vbblk_bio_init(struct vbblk *vblk);
 void vbblk_bio_exit(struct vbblk *vblk);
 void vbblk_bio_drain(struct vbblk *vblk);

@@ -21,6 +21,7 @@
  * is write-through.
  */
 #include <linux/blkdev.h>
+#include <linux/delay.h>
 #include <linux/slab.h>
 #include <linux/wait_bit.h>
 
@@ -99,6 +100,21 @@ static struct vbblk_bio_cmd *vbblk_get_cmd(struct vbblk_vq *vq)
 	return llist_entry(node, struct vbblk_bio_cmd, free_node);
 }
 
+/* Every field a command reads before writing it; no memset. */
+static void vbblk_cmd_init(struct vbblk_bio_cmd *cmd)
+{
+	cmd->bio = NULL;
+	cmd->tail = NULL;
+	cmd->nr_bios = 0;
+	cmd->nr_segs = 0;
+	cmd->bytes = 0;
+	cmd->end = 0;
+	cmd->start_time = 0;
+	cmd->stage = 0;
+	cmd->postflush = false;
+	INIT_LIST_HEAD(&cmd->park);
+}
+
 /*
  * A command for @bio's submitter on @vq. Sleeps for a free one unless the
  * bio is REQ_NOWAIT: then NULL, and the bio has ended with EAGAIN.
@@ -119,17 +135,7 @@ struct vbblk_bio_cmd *vbblk_bio_cmd_alloc(struct vbblk *vblk,
 		wait_event(vq->wait, (cmd = vbblk_get_cmd(vq)));
 	}
 
-	/* Every field a command reads before writing it; no memset. */
-	cmd->bio = NULL;
-	cmd->tail = NULL;
-	cmd->nr_bios = 0;
-	cmd->nr_segs = 0;
-	cmd->bytes = 0;
-	cmd->end = 0;
-	cmd->start_time = 0;
-	cmd->stage = 0;
-	cmd->postflush = false;
-	INIT_LIST_HEAD(&cmd->park);
+	vbblk_cmd_init(cmd);
 	return cmd;
 }
 
@@ -415,6 +421,55 @@ static void vbblk_bio_submit_flush(struct vbblk *vblk, struct bio *bio)
 	vbblk_bio_send(vblk, cmd);
 }
 
+/*
+ * A polled read or write (REQ_POLLED: io_uring IOPOLL, preadv2 RWF_HIPRI)
+ * goes alone to this CPU's poll queue, never batched: its submitter reaps
+ * it through vbblk_poll_bio(), found by the queue index in bi_cookie.
+ * With no command free it polls its queue itself, since a poll queue's
+ * commands come back only when someone polls.
+ */
+static void vbblk_bio_submit_polled(struct vbblk *vblk, struct bio *bio)
+{
+	const struct blk_mq_queue_map *map = &vblk->tag_set.map[HCTX_TYPE_POLL];
+	struct vbblk_vq *vq = &vblk->vqs[map->mq_map[raw_smp_processor_id()]];
+	struct vbblk_bio_cmd *cmd;
+
+	while (!(cmd = vbblk_get_cmd(vq))) {
+		if (bio->bi_opf & REQ_NOWAIT) {
+			vbblk_stat_inc(vblk, VBBLK_STAT_NOWAIT_EAGAIN);
+			bio_wouldblock_error(bio);
+			return;
+		}
+		vbblk_vq_poll(vq);
+		cond_resched();
+	}
+	vbblk_cmd_init(cmd);
+	cmd->bio = cmd->tail = bio;
+	cmd->nr_bios = 1;
+	cmd->bytes = bio->bi_iter.bi_size;
+	cmd->nr_segs = vbblk_bio_segs(vblk, bio);
+	cmd->end = bio_end_sector(bio);
+	vbblk_iohdr_init(vblk, &cmd->hdr,
+			 op_is_write(bio_op(bio)) ? VIRTIO_BLK_T_OUT :
+						    VIRTIO_BLK_T_IN,
+			 bio->bi_iter.bi_sector);
+	WRITE_ONCE(bio->bi_cookie, vq->index);
+	vbblk_bio_send(vblk, cmd);
+}
+
+int vbblk_poll_bio(struct bio *bio, struct io_comp_batch *iob,
+		   unsigned int flags)
+{
+	struct vbblk *vblk = bio->bi_bdev->bd_disk->private_data;
+	blk_qc_t cookie = READ_ONCE(bio->bi_cookie);
+
+	/* bio_poll() holds the queue: vblk and its vqs stay. */
+	if (cookie >= vblk->num_vqs ||
+	    cookie < vblk->num_vqs - vblk->num_poll_vqs)
+		return 0;
+	return vbblk_vq_poll(&vblk->vqs[cookie]);
+}
+
 /* Discard, write-zeroes, secure erase: one range per command. */
 static void vbblk_bio_submit_range(struct vbblk *vblk, struct bio *bio)
 {
@@ -467,14 +522,20 @@ void vbblk_submit_bio(struct bio *bio)
 	switch (bio_op(bio)) {
 	case REQ_OP_READ:
 	case REQ_OP_WRITE:
-		if (op_is_flush(bio->bi_opf))
+		if (op_is_flush(bio->bi_opf)) {
+			/* Flush stages run from interrupts: not polled. */
+			bio_clear_polled(bio);
 			vbblk_bio_submit_flush(vblk, bio);
-		else
+		} else if (bio->bi_opf & REQ_POLLED) {
+			vbblk_bio_submit_polled(vblk, bio);
+		} else {
 			vbblk_batch_submit(vblk, bio);
+		}
 		break;
 	case REQ_OP_DISCARD:
 	case REQ_OP_WRITE_ZEROES:
 	case REQ_OP_SECURE_ERASE:
+		bio_clear_polled(bio);
 		vbblk_bio_submit_range(vblk, bio);
 		break;
 	default:
@@ -520,6 +581,8 @@ int vbblk_bio_init(struct vbblk *vblk)
 
 	vbblk_batch_init(vblk);
 	blk_queue_flag_set(QUEUE_FLAG_NOWAIT, q);
+	if (vblk->num_poll_vqs)
+		blk_queue_flag_set(QUEUE_FLAG_POLL, q);
 	blk_queue_flag_set(QUEUE_FLAG_IO_STAT, q);
 	return 0;
 fail:
@@ -558,7 +621,16 @@ void vbblk_bio_drain(struct vbblk *vblk)
 
 		/* Notifies a plug deferred: the plug may not be flushed yet. */
 		vbblk_vq_kick(vq);
-		wait_event(vq->wait, !atomic_read(&vq->bio_cmds));
+		if (i < vblk->num_vqs - vblk->num_poll_vqs) {
+			wait_event(vq->wait, !atomic_read(&vq->bio_cmds));
+			continue;
+		}
+		/* Nobody may be polling a poll queue any more: reap it here. */
+		while (atomic_read(&vq->bio_cmds)) {
+			vbblk_vq_poll(vq);
+			if (atomic_read(&vq->bio_cmds))
+				usleep_range(50, 100);
+		}
 	}
 	wait_var_event(&vblk->plug_refs, !atomic_read(&vblk->plug_refs));
 }

@@ -22,6 +22,7 @@
 
 enum vbblk_mode vbblk_mode = VBBLK_MODE_BIO;
 unsigned int vbblk_num_queues = 64;
+unsigned int vbblk_poll_queues;
 unsigned int vbblk_queue_depth = 256;
 bool vbblk_batch = true;
 unsigned int vbblk_batch_max_bios = 64;
@@ -57,10 +58,10 @@ static const struct kernel_param_ops vbblk_mode_ops = {
 module_param_cb(mode, &vbblk_mode_ops, NULL, 0444);
 MODULE_PARM_DESC(mode, "I/O path: bio (submit_bio, batching) or request (blk-mq) (default: bio)");
 
-/* An unsigned parameter with a range 1..max; the bound travels in kp->arg. */
+/* An unsigned parameter with a range; the bounds travel in kp->arg. */
 struct vbblk_uint_param {
 	unsigned int *val;
-	unsigned int max;
+	unsigned int min, max;
 };
 
 static int vbblk_uint_set(const char *val, const struct kernel_param *kp)
@@ -68,8 +69,9 @@ static int vbblk_uint_set(const char *val, const struct kernel_param *kp)
 	const struct vbblk_uint_param *p = kp->arg;
 	unsigned int v;
 
-	if (kstrtouint(val, 0, &v) || v < 1 || v > p->max) {
-		pr_err("%s=%s is not valid: use 1..%u\n", kp->name, val, p->max);
+	if (kstrtouint(val, 0, &v) || v < p->min || v > p->max) {
+		pr_err("%s=%s is not valid: use %u..%u\n", kp->name, val, p->min,
+		       p->max);
 		return -EINVAL;
 	}
 	WRITE_ONCE(*p->val, v);
@@ -88,23 +90,26 @@ static const struct kernel_param_ops vbblk_uint_ops = {
 	.get = vbblk_uint_get,
 };
 
-#define VBBLK_UINT_PARAM(name, var, max, perm, desc)			\
-	static struct vbblk_uint_param vbblk_param_##name = { &(var), (max) }; \
+#define VBBLK_UINT_PARAM(name, var, min, max, perm, desc)		\
+	static struct vbblk_uint_param vbblk_param_##name = {		\
+		&(var), (min), (max) };					\
 	module_param_cb(name, &vbblk_uint_ops, &vbblk_param_##name, perm); \
 	MODULE_PARM_DESC(name, desc)
 
-VBBLK_UINT_PARAM(num_queues, vbblk_num_queues, VBBLK_MAX_QUEUES, 0444,
+VBBLK_UINT_PARAM(num_queues, vbblk_num_queues, 1, VBBLK_MAX_QUEUES, 0444,
 		 "Most virtqueues per disk, 1..256; the device and the CPU count may allow fewer (default: 64)");
-VBBLK_UINT_PARAM(queue_depth, vbblk_queue_depth, VBBLK_MAX_DEPTH, 0444,
+VBBLK_UINT_PARAM(queue_depth, vbblk_queue_depth, 1, VBBLK_MAX_DEPTH, 0444,
 		 "Commands in flight per queue, 1..1024, capped by the ring size (default: 256)");
+VBBLK_UINT_PARAM(poll_queues, vbblk_poll_queues, 0, VBBLK_MAX_POLL_QUEUES, 0444,
+		 "Virtqueues without interrupts for polled I/O (io_uring IOPOLL, fio hipri), 0..64; taken from the device's queues, leaving at least one for interrupts (default: 0)");
 
 /* Batching bounds may change at run time; a batch reads them as it grows. */
 module_param_named(batch, vbblk_batch, bool, 0644);
 MODULE_PARM_DESC(batch,
 		 "bio mode: merge contiguous bios of one CPU into one command (default: Y)");
-VBBLK_UINT_PARAM(batch_max_bios, vbblk_batch_max_bios, 256, 0644,
+VBBLK_UINT_PARAM(batch_max_bios, vbblk_batch_max_bios, 1, 256, 0644,
 		 "bio mode: most bios in one batched command, 1..256 (default: 64)");
-VBBLK_UINT_PARAM(batch_max_kb, vbblk_batch_max_kb, 4096, 0444,
+VBBLK_UINT_PARAM(batch_max_kb, vbblk_batch_max_kb, 1, 4096, 0444,
 		 "bio mode: most KiB in one batched command, 1..4096, capped by the queue's max_sectors_kb at probe (default: 512)");
 
 /* ---- Disk naming ---- */
@@ -326,6 +331,7 @@ static const struct block_device_operations vbblk_rq_fops = {
 static const struct block_device_operations vbblk_bio_fops = {
 	.owner		= THIS_MODULE,
 	.submit_bio	= vbblk_submit_bio,
+	.poll_bio	= vbblk_poll_bio,
 	.getgeo		= vbblk_getgeo,
 	.free_disk	= vbblk_free_disk,
 };
@@ -362,15 +368,25 @@ static void vbblk_config_changed(struct virtio_device *vdev)
 
 /* ---- Probe: negotiate features top-down, each next to its limit. ---- */
 
-static unsigned int vbblk_wanted_vqs(struct virtio_device *vdev)
+/*
+ * Virtqueues to ask for: poll queues first take what poll_queues asks,
+ * leaving the interrupt-driven queues at least one; those are then capped
+ * by num_queues and the CPU count. Returns the total; *npoll the polled.
+ */
+static unsigned int vbblk_wanted_vqs(struct virtio_device *vdev,
+				     unsigned int *npoll)
 {
+	unsigned int io, poll;
 	u16 n = 1;
 
 	if (virtio_has_feature(vdev, VIRTIO_BLK_F_MQ))
 		virtio_cread(vdev, struct virtio_blk_config, num_queues, &n);
 	if (!n)
 		n = 1;
-	return min3((unsigned int)n, vbblk_num_queues, nr_cpu_ids);
+	poll = min_t(unsigned int, vbblk_poll_queues, n - 1);
+	io = min3(n - poll, vbblk_num_queues, nr_cpu_ids);
+	*npoll = min(poll, VBBLK_MAX_QUEUES - io);
+	return io + *npoll;
 }
 
 static int vbblk_set_limits(struct vbblk *vblk, struct request_queue *q)
@@ -528,6 +544,7 @@ static void vbblk_free_queues(struct vbblk *vblk)
 
 static int vbblk_probe(struct virtio_device *vdev)
 {
+	unsigned int want, npoll;
 	struct vbblk *vblk;
 	int err;
 
@@ -551,7 +568,8 @@ static int vbblk_probe(struct virtio_device *vdev)
 		goto out_free;
 	}
 
-	err = vbblk_init_vqs(vblk, vbblk_wanted_vqs(vdev));
+	want = vbblk_wanted_vqs(vdev, &npoll);
+	err = vbblk_init_vqs(vblk, want, npoll);
 	if (err)
 		goto out_free;
 
@@ -599,10 +617,11 @@ static int vbblk_probe(struct virtio_device *vdev)
 	if (err)
 		goto out_reset;
 
-	dev_info(&vdev->dev, "%s: %s mode, %u queue%s, depth %u, %u segments\n",
+	dev_info(&vdev->dev, "%s: %s mode, %u queue%s (%u polled), depth %u, %u segments\n",
 		 vblk->disk->disk_name, vbblk_mode_names[vblk->mode],
 		 vblk->num_vqs, vblk->num_vqs > 1 ? "s" : "",
-		 vblk->tag_set.queue_depth, vblk->sg_elems);
+		 vblk->num_poll_vqs, vblk->tag_set.queue_depth,
+		 vblk->sg_elems);
 	return 0;
 
 out_reset:
@@ -687,7 +706,7 @@ static int vbblk_restore(struct virtio_device *vdev)
 	struct vbblk *vblk = vdev->priv;
 	int err;
 
-	err = vbblk_init_vqs(vblk, vblk->num_vqs);
+	err = vbblk_init_vqs(vblk, vblk->num_vqs, vblk->num_poll_vqs);
 	if (err)
 		return err;
 	virtio_device_ready(vdev);

@@ -139,12 +139,14 @@ static blk_status_t vbblk_queue_rq(struct blk_mq_hw_ctx *hctx,
 		 * Ring full: earlier requests of this dispatch may not have
 		 * been notified yet, so kick now. Stopping the queue under the
 		 * lock pairs with the restart after reaping in
-		 * vbblk_rq_vq_done(): a full ring always has a completion
+		 * vbblk_vq_end_chain(): a full ring always has a completion
 		 * coming that restarts it.
 		 */
 		notify = vbblk_vq_kick_prepare(vq);
-		if (err == -ENOSPC)
+		if (err == -ENOSPC) {
 			blk_mq_stop_hw_queue(hctx);
+			vq->hctx_stopped = true;
+		}
 		spin_unlock_irqrestore(&vq->lock, flags);
 		if (notify)
 			vbblk_vq_notify(vq);
@@ -187,11 +189,33 @@ void vbblk_rq_end_cmd(struct vbblk_iohdr *hdr)
 		blk_mq_complete_request(req);
 }
 
+/*
+ * Interrupt-driven queues follow their vectors' affinity; poll queues,
+ * which have no vector, are spread over the CPUs. No separate read map.
+ */
 static void vbblk_map_queues(struct blk_mq_tag_set *set)
 {
 	struct vbblk *vblk = set->driver_data;
+	struct blk_mq_queue_map *def = &set->map[HCTX_TYPE_DEFAULT];
 
-	blk_mq_virtio_map_queues(&set->map[HCTX_TYPE_DEFAULT], vblk->vdev, 0);
+	def->nr_queues = vblk->num_vqs - vblk->num_poll_vqs;
+	def->queue_offset = 0;
+	blk_mq_virtio_map_queues(def, vblk->vdev, 0);
+	if (set->nr_maps > HCTX_TYPE_POLL) {
+		struct blk_mq_queue_map *poll = &set->map[HCTX_TYPE_POLL];
+
+		set->map[HCTX_TYPE_READ].nr_queues = 0;
+		poll->nr_queues = vblk->num_poll_vqs;
+		poll->queue_offset = def->nr_queues;
+		blk_mq_map_queues(poll);
+	}
+}
+
+static int vbblk_poll(struct blk_mq_hw_ctx *hctx, struct io_comp_batch *iob)
+{
+	struct vbblk *vblk = hctx->queue->queuedata;
+
+	return vbblk_vq_poll(&vblk->vqs[hctx->queue_num]);
 }
 
 static const struct blk_mq_ops vbblk_mq_ops = {
@@ -199,6 +223,7 @@ static const struct blk_mq_ops vbblk_mq_ops = {
 	.commit_rqs	= vbblk_commit_rqs,
 	.complete	= vbblk_rq_complete,
 	.map_queues	= vbblk_map_queues,
+	.poll		= vbblk_poll,
 };
 
 int vbblk_rq_init_tag_set(struct vbblk *vblk)
@@ -209,6 +234,7 @@ int vbblk_rq_init_tag_set(struct vbblk *vblk)
 	memset(set, 0, sizeof(*set));
 	set->ops = &vbblk_mq_ops;
 	set->nr_hw_queues = vblk->num_vqs;
+	set->nr_maps = vblk->num_poll_vqs ? HCTX_MAX_TYPES : 1;
 	set->queue_depth = min(vbblk_queue_depth, ring);
 	set->numa_node = NUMA_NO_NODE;
 	set->flags = BLK_MQ_F_SHOULD_MERGE;

@@ -116,13 +116,15 @@ void vbblk_vq_kick(struct vbblk_vq *vq)
  * re-enabled before returning, and the loop re-checks for buffers that
  * raced with re-enabling, so no completion is left without an interrupt.
  */
-struct vbblk_iohdr *vbblk_vq_reap(struct vbblk_vq *vq)
+static struct vbblk_iohdr *vbblk_vq_reap(struct vbblk_vq *vq, bool *restart)
 {
 	struct vbblk_iohdr *head = NULL, **tail = &head, *hdr;
 	unsigned long flags;
 	unsigned int len;
 
 	spin_lock_irqsave(&vq->lock, flags);
+	*restart = vq->hctx_stopped;
+	vq->hctx_stopped = false;
 	do {
 		virtqueue_disable_cb(vq->vq);
 		while ((hdr = virtqueue_get_buf(vq->vq, &len)) != NULL) {
@@ -139,17 +141,19 @@ struct vbblk_iohdr *vbblk_vq_reap(struct vbblk_vq *vq)
 	return head;
 }
 
-static void vbblk_vq_done(struct virtqueue *_vq)
+/*
+ * End a reaped chain, outside the lock; returns how many ended. @restart:
+ * queue_rq found the ring full and stopped its hctx. Only then restart:
+ * walking every hctx on each completion would cost more than the I/O.
+ */
+static int vbblk_vq_end_chain(struct vbblk_vq *vq, struct vbblk_iohdr *done,
+			      bool restart)
 {
-	struct vbblk *vblk = _vq->vdev->priv;
-	struct vbblk_vq *vq = &vblk->vqs[_vq->index];
-	struct vbblk_iohdr *done, *next;
+	struct vbblk *vblk = vq->vblk;
+	struct vbblk_iohdr *next;
+	int n = 0;
 
-	done = vbblk_vq_reap(vq);
-	if (!done)
-		return;
-
-	for (; done; done = next) {
+	for (; done; done = next, n++) {
 		/* A command may be reused once ended: read the link first. */
 		next = done->done_next;
 		if (done->kind == VBBLK_KIND_BIO)
@@ -158,10 +162,48 @@ static void vbblk_vq_done(struct virtqueue *_vq)
 			vbblk_rq_end_cmd(done);
 	}
 
-	if (vblk->mode == VBBLK_MODE_BIO)
+	if (n && vblk->mode == VBBLK_MODE_BIO)
 		vbblk_bio_vq_done(vq);
 	/* Room on the ring again for a blk-mq queue stopped by -ENOSPC. */
-	blk_mq_start_stopped_hw_queues(vblk->rq_queue, true);
+	if (restart)
+		blk_mq_start_stopped_hw_queues(vblk->rq_queue, true);
+	return n;
+}
+
+static void vbblk_vq_done(struct virtqueue *_vq)
+{
+	struct vbblk *vblk = _vq->vdev->priv;
+	struct vbblk_vq *vq = &vblk->vqs[_vq->index];
+	struct vbblk_iohdr *done;
+	bool restart;
+
+	done = vbblk_vq_reap(vq, &restart);
+	vbblk_vq_end_chain(vq, done, restart);
+}
+
+/*
+ * Reap a poll queue: the caller polls for its own I/O (blk-mq ->poll or
+ * ->poll_bio). No callback to re-enable; returns the commands ended.
+ */
+int vbblk_vq_poll(struct vbblk_vq *vq)
+{
+	struct vbblk_iohdr *head = NULL, **tail = &head, *hdr;
+	unsigned long flags;
+	unsigned int len;
+	bool restart;
+
+	spin_lock_irqsave(&vq->lock, flags);
+	restart = vq->hctx_stopped;
+	vq->hctx_stopped = false;
+	while ((hdr = virtqueue_get_buf(vq->vq, &len)) != NULL) {
+		*tail = hdr;
+		tail = &hdr->done_next;
+		WRITE_ONCE(vq->inflight, vq->inflight - 1);
+	}
+	*tail = NULL;
+	spin_unlock_irqrestore(&vq->lock, flags);
+
+	return vbblk_vq_end_chain(vq, head, restart);
 }
 
 /*
@@ -169,7 +211,7 @@ static void vbblk_vq_done(struct virtqueue *_vq)
  * spread their interrupts over the CPUs. Keeps the vqs array across
  * freeze/restore so the count must not change then.
  */
-int vbblk_init_vqs(struct vbblk *vblk, unsigned int want)
+int vbblk_init_vqs(struct vbblk *vblk, unsigned int want, unsigned int npoll)
 {
 	struct virtio_device *vdev = vblk->vdev;
 	struct irq_affinity desc = { 0, };
@@ -197,8 +239,15 @@ int vbblk_init_vqs(struct vbblk *vblk, unsigned int want)
 		vq->inflight = 0;
 		INIT_LIST_HEAD(&vq->parked);
 		init_waitqueue_head(&vq->wait);
-		snprintf(vq->name, sizeof(vq->name), "req.%u", i);
-		callbacks[i] = vbblk_vq_done;
+		if (i < want - npoll) {
+			snprintf(vq->name, sizeof(vq->name), "req.%u", i);
+			callbacks[i] = vbblk_vq_done;
+		} else {
+			/* No callback: no interrupt vector; reaped by polling. */
+			snprintf(vq->name, sizeof(vq->name), "poll.%u",
+				 i - (want - npoll));
+			callbacks[i] = NULL;
+		}
 		names[i] = vq->name;
 	}
 
@@ -209,6 +258,7 @@ int vbblk_init_vqs(struct vbblk *vblk, unsigned int want)
 	for (i = 0; i < want; i++)
 		vblk->vqs[i].vq = vqs[i];
 	vblk->num_vqs = want;
+	vblk->num_poll_vqs = npoll;
 out:
 	if (err && fresh) {
 		kfree(vblk->vqs);

@@ -38,6 +38,9 @@ TARGETS = [
      '4k sequential write, one at a time: device requests/bio <= 1/4'),
     ('seqread-128k-qd8', 'iops', '>=', 0.98, '128k sequential read: IOPS >= 0.98x'),
     ('seqwrite-128k-qd8', 'iops', '>=', 0.98, '128k sequential write: IOPS >= 0.98x'),
+    ('randread-qd1-hipri', 'kinsn_vs:randread-qd1', '<=', 0.60,
+     'polled 4k random QD1 (io_uring hipri): kernel instructions/IO <= 0.60x '
+     'of stock interrupt-driven QD1 (libaio)'),
 ]
 
 
@@ -212,7 +215,10 @@ def targets(summary):
         st = summary.get(wl, {}).get('stock')
         if not c:
             continue
-        if metric == 'requests_abs':
+        if metric.startswith('kinsn_vs:'):
+            ref = summary.get(metric.split(':')[1], {}).get('stock')
+            v = c['kinsn'] / ref['kinsn'] if ref and ref.get('kinsn') and c['kinsn'] else None
+        elif metric == 'requests_abs':
             v = c['requests_per_io']
         elif metric == 'requests':
             v = c['requests_per_io'] / st['requests_per_io'] if st and st['requests_per_io'] else None

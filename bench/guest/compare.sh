@@ -18,16 +18,17 @@ R=/host/results
 mkdir -p $R
 jobs=/tests/jobs
 
-load_cfg() {
-	case $1 in
-	stock) modprobe virtio_blk ;;
-	request) insmod "$VBBLK_KO" mode=request ;;
-	bio-nobatch) insmod "$VBBLK_KO" mode=bio batch=0 ;;
-	bio) insmod "$VBBLK_KO" mode=bio batch=1 ;;
+load_cfg() { # load_cfg CONFIG [driver params]
+	_c=$1; shift
+	case $_c in
+	stock) modprobe virtio_blk "$@" ;;
+	request) insmod "$VBBLK_KO" mode=request "$@" ;;
+	bio-nobatch) insmod "$VBBLK_KO" mode=bio batch=0 "$@" ;;
+	bio) insmod "$VBBLK_KO" mode=bio batch=1 "$@" ;;
 	nullb-bio) modprobe null_blk queue_mode=0 gb=4 nr_devices=1 ;;
-	nullb-mq) modprobe null_blk queue_mode=2 gb=4 nr_devices=1 ;;
-	*) fail "unknown config $1" ;;
-	esac || fail "cannot load config $1"
+	nullb-mq) modprobe null_blk queue_mode=2 gb=4 nr_devices=1 "$@" ;;
+	*) fail "unknown config $_c" ;;
+	esac || fail "cannot load config $_c $*"
 }
 unload_cfg() {
 	case $1 in
@@ -42,6 +43,11 @@ cfg_disk() {
 		echo nullb0 ;;
 	*) disk_by_serial BENCH-1 ;;
 	esac
+}
+
+cfg_unload() {
+	unload_cfg $cfg
+	case $cfg in nullb-*) ;; *) wait_gone $d || fail "$d did not go away" ;; esac
 }
 
 # QMP query-blockstats of the bench disk: "requests flushes"
@@ -69,12 +75,19 @@ ms_sleep() { sleep "$(awk -v m="$1" 'BEGIN { printf "%.3f", m / 1000 }')"; }
 r=1
 while [ $r -le "$ROUNDS" ]; do
 	for cfg in $CONFIGS; do
-		load_cfg $cfg
-		d=$(cfg_disk $cfg)
-		[ -b /dev/$d ] || fail "no disk for $cfg"
-		vd=
-		case $cfg in nullb-*) ;; *) vd=$(basename "$(readlink -f /sys/block/$d/device)") ;; esac
+		loaded=
 		for wl in $WORKLOADS; do
+			# polled workloads need a poll queue: reload with one
+			want=none; case $wl in *hipri*) want=poll_queues=1 ;; esac
+			if [ "$want" != "$loaded" ]; then
+				[ -n "$loaded" ] && cfg_unload
+				if [ $want = none ]; then load_cfg $cfg; else load_cfg $cfg $want; fi
+				loaded=$want
+				d=$(cfg_disk $cfg)
+				[ -b /dev/$d ] || fail "no disk for $cfg"
+				vd=
+				case $cfg in nullb-*) ;; *) vd=$(basename "$(readlink -f /sys/block/$d/device)") ;; esac
+			fi
 			out=$R/r$r-$cfg-$wl
 			set -- $(devops); o0=$1 f0=$2
 			fio --output-format=json --output=$out.json --filename=/dev/$d \
@@ -98,8 +111,7 @@ while [ $r -le "$ROUNDS" ]; do
 			echo "dev_ops=$(($1 - o0)) flushes=$(($2 - f0)) irqs=$((i1 - i0)) $nw nwin_kib=$((p1 - p0))" > $out.counts
 			log "round $r $cfg $wl: $(cat $out.counts)"
 		done
-		unload_cfg $cfg
-		case $cfg in nullb-*) ;; *) wait_gone $d || fail "$d did not go away" ;; esac
+		cfg_unload
 	done
 	r=$((r + 1))
 done

@@ -35,11 +35,15 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_API_VERSION;
 #define TAG_PROF_OFF	0x30504256u	/* "VBP0" */
 #define PROF_BITS	20
 
-/* One writer per slot (its vCPU thread); readers only at marks. */
+/*
+ * One writer per slot (its vCPU thread); readers only at marks. Padded to
+ * a cache line so that vCPU threads do not share one.
+ */
 struct vcpu_count {
 	uint64_t kernel;
 	uint64_t user;
-} __attribute__((aligned(64)));
+	uint64_t pad[6];
+};
 
 static struct vcpu_count counts[MAX_VCPUS];
 static struct vcpu_count overflow;	/* vCPUs beyond MAX_VCPUS: atomic */
@@ -231,7 +235,8 @@ static void at_exit(qemu_plugin_id_t id, void *udata)
 	fclose(out);
 }
 
-QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
+QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
+					   const struct qemu_info_t *info,
 					   int argc, char **argv)
 {
 	int i;

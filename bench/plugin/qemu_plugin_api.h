@@ -15,7 +15,7 @@
 #define QEMU_PLUGIN_API_VERSION 1
 
 typedef uint64_t qemu_plugin_id_t;
-typedef struct qemu_info_t qemu_info_t;	/* opaque: never dereferenced */
+struct qemu_info_t;		/* opaque: never dereferenced */
 struct qemu_plugin_tb;
 struct qemu_plugin_insn;
 

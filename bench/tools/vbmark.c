@@ -23,8 +23,21 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MARKER(b0, b1, b2, b3) \
-	__asm__ volatile(".byte 0x0f,0x1f,0x84,0x00," #b0 "," #b1 "," #b2 "," #b3 ::: "memory")
+/* nopl disp32(%rax,%rax,1) with the tag as displacement */
+static inline void marker_snapshot(void)
+{
+	__asm__ volatile(".byte 0x0f,0x1f,0x84,0x00,0x56,0x42,0x4d,0x4b" ::: "memory");
+}
+
+static inline void marker_prof_on(void)
+{
+	__asm__ volatile(".byte 0x0f,0x1f,0x84,0x00,0x56,0x42,0x50,0x31" ::: "memory");
+}
+
+static inline void marker_prof_off(void)
+{
+	__asm__ volatile(".byte 0x0f,0x1f,0x84,0x00,0x56,0x42,0x50,0x30" ::: "memory");
+}
 
 static char buf[16384];
 
@@ -74,14 +87,14 @@ static int window(long settle, long len, int prof)
 	}
 	sleep_ms(settle);
 	if (prof)
-		MARKER(0x56, 0x42, 0x50, 0x31);		/* VBP1 */
-	MARKER(0x56, 0x42, 0x4d, 0x4b);			/* VBMK */
+		marker_prof_on();
+	marker_snapshot();
 	a = pgpg();
 	sleep_ms(len);
-	MARKER(0x56, 0x42, 0x4d, 0x4b);
+	marker_snapshot();
 	b = pgpg();
 	if (prof)
-		MARKER(0x56, 0x42, 0x50, 0x30);		/* VBP0 */
+		marker_prof_off();
 	printf("kib=%lld\n", b - a);
 	return 0;
 }
@@ -89,11 +102,11 @@ static int window(long settle, long len, int prof)
 int main(int argc, char **argv)
 {
 	if (argc < 2)
-		MARKER(0x56, 0x42, 0x4d, 0x4b);
+		marker_snapshot();
 	else if (!strcmp(argv[1], "prof-on"))
-		MARKER(0x56, 0x42, 0x50, 0x31);
+		marker_prof_on();
 	else if (!strcmp(argv[1], "prof-off"))
-		MARKER(0x56, 0x42, 0x50, 0x30);
+		marker_prof_off();
 	else if (!strcmp(argv[1], "window") && argc >= 4)
 		return window(atol(argv[2]), atol(argv[3]), argc > 4 && !strcmp(argv[4], "prof"));
 	else

@@ -44,7 +44,8 @@ for p in mode=foo mode= num_queues=0 num_queues=100000 num_queues=257 num_queues
 	expect_rejected $p
 done
 
-for p in batch_max_bios=0 batch_max_bios=257 batch_max_kb=0 batch_max_kb=4097 batch=maybe; do
+for p in batch_max_bios=0 batch_max_bios=257 batch_max_kb=0 batch_max_kb=4097 batch=maybe \
+	 poll_queues=65 poll_queues=-1 poll_queues=abc; do
 	expect_rejected $p
 done
 
@@ -57,4 +58,7 @@ expect_works mode=request
 expect_works mode=request num_queues=1 queue_depth=16
 expect_works num_queues=256 queue_depth=1024
 expect_works num_queues=1 queue_depth=1
+# more poll queues than the device has: capped, one interrupt-driven queue left
+expect_works mode=bio poll_queues=64
+expect_works mode=request poll_queues=64
 log "bad_params ok"

@@ -206,6 +206,13 @@ def _unplug():
     return [Disk('unplug1', '64M', serial='UNPLUG-1'), Disk('unplug2', '64M', serial='UNPLUG-2')]
 
 
+@test('poll', timeout=300)
+def _poll():
+    """poll_queues=1: io_poll on, io_uring and pvsync2 hipri verified with no interrupts,
+    interrupt-driven I/O beside it, clean unload"""
+    return [Disk('polld', '64M', serial='POLL-1', props={'num-queues': 3})]
+
+
 # --------------------------------------------------------------------------
 def _bench_smoke(outdir):
     """Run bench/compare small and check what it must produce."""
