@@ -30,10 +30,13 @@ def bars(path, title, ylabel, workloads, configs, value, err=None, hline=None):
             v = value(wl, cfg)
             if v is None:
                 continue
+            e = err(wl, cfg) if err else None
+            if err and None in e:
+                e = (v, v)
             xs.append(j + (i - (len(configs) - 1) / 2) * width)
             ys.append(v)
             if err:
-                a, b = err(wl, cfg)
+                a, b = e
                 lo.append(max(0, v - a))
                 hi.append(max(0, b - v))
         if xs:
@@ -61,25 +64,30 @@ def main():
         wls = list(summ)
         cfgs = meta['configs']
         virtio = [c for c in cfgs if not c.startswith('nullb')]
+
+        def cell(w, c, k, summ=summ):
+            x = summ[w].get(c)
+            return x.get(k) if x else None
         p = os.path.join(out, '%s-kinsn.png' % backend)
         if meta['kinsn']:
             bars(p, 'Guest kernel instructions per I/O, %s (%s)' % (backend, sub),
-                 'instructions / I/O', wls, cfgs, lambda w, c: summ[w][c]['kinsn'],
-                 err=lambda w, c: (summ[w][c]['kinsn_min'], summ[w][c]['kinsn_max']))
+                 'instructions / I/O', wls, cfgs, lambda w, c: cell(w, c, 'kinsn'),
+                 err=lambda w, c: (cell(w, c, 'kinsn_min'), cell(w, c, 'kinsn_max')))
             made.append(p)
         if 'stock' in cfgs:
             p = os.path.join(out, '%s-iops_ratio.png' % backend)
 
             def ratio(w, c, k='iops'):
-                st = summ[w]['stock']['iops']
-                return summ[w][c][k] / st if st else None
+                st = cell(w, 'stock', 'iops')
+                v = cell(w, c, k)
+                return v / st if st and v is not None else None
             bars(p, 'IOPS relative to stock virtio_blk, %s (%s)' % (backend, sub),
                  'IOPS / stock IOPS', wls, virtio, ratio,
                  err=lambda w, c: (ratio(w, c, 'iops_min'), ratio(w, c, 'iops_max')), hline=1.0)
             made.append(p)
         p = os.path.join(out, '%s-requests.png' % backend)
         bars(p, 'Device requests per I/O, %s (%s)' % (backend, sub), 'requests / I/O', wls,
-             virtio, lambda w, c: summ[w][c]['requests_per_io'])
+             virtio, lambda w, c: cell(w, c, 'requests_per_io'))
         made.append(p)
     for p in made:
         print('chart: %s' % p)
