@@ -33,8 +33,6 @@ enum vbblk_stage {
 	VBBLK_STAGE_POSTFLUSH,
 };
 
-/* Commands kept in reserve so a GFP_NOIO allocation always succeeds. */
-
 /*
  * Scatterlist entries for one bio, cut exactly as the block layer counts
  * segments when it splits (bio_split_to_limits): each multi-page bvec in
@@ -526,7 +524,7 @@ void vbblk_submit_bio(struct bio *bio)
 			/* Flush stages run from interrupts: not polled. */
 			bio_clear_polled(bio);
 			vbblk_bio_submit_flush(vblk, bio);
-		} else if (bio->bi_opf & REQ_POLLED) {
+		} else if ((bio->bi_opf & REQ_POLLED) && vblk->num_poll_vqs) {
 			vbblk_bio_submit_polled(vblk, bio);
 		} else {
 			vbblk_batch_submit(vblk, bio);
