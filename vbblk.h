@@ -150,6 +150,12 @@ struct vbblk {
 	bool wz_may_unmap;
 };
 
+/* Interrupt-driven virtqueues come first; the poll queues follow them. */
+static inline unsigned int vbblk_io_vqs(const struct vbblk *vblk)
+{
+	return vblk->num_vqs - vblk->num_poll_vqs;
+}
+
 static inline void vbblk_stat_add(struct vbblk *vblk, enum vbblk_stat s,
 				  u64 n)
 {
@@ -252,6 +258,8 @@ void vbblk_bio_vq_done(struct vbblk_vq *vq);
 unsigned int vbblk_bio_segs(struct vbblk *vblk, struct bio *bio);
 struct vbblk_bio_cmd *vbblk_bio_cmd_alloc(struct vbblk *vblk,
 					  struct vbblk_vq *vq, struct bio *bio);
+void vbblk_cmd_add_bio(struct vbblk_bio_cmd *cmd, struct bio *bio,
+		       unsigned int segs);
 void vbblk_bio_cmd_dispatch(struct vbblk_bio_cmd *cmd, bool plugged);
 bool vbblk_plug_note(struct vbblk *vblk, struct vbblk_vq *vq,
 		     struct vbblk_batch *b);

@@ -56,21 +56,6 @@ void vbblk_batch_init(struct vbblk *vblk)
 				      << SECTOR_SHIFT);
 }
 
-static void vbblk_cmd_add_bio(struct vbblk_bio_cmd *cmd, struct bio *bio,
-			      unsigned int segs)
-{
-	bio->bi_next = NULL;
-	if (cmd->tail)
-		cmd->tail->bi_next = bio;
-	else
-		cmd->bio = bio;
-	cmd->tail = bio;
-	cmd->nr_bios++;
-	cmd->nr_segs += segs;
-	cmd->bytes += bio->bi_iter.bi_size;
-	cmd->end = bio_end_sector(bio);
-}
-
 static bool vbblk_batch_fits(struct vbblk *vblk, struct vbblk_bio_cmd *cmd,
 			     struct bio *bio, unsigned int segs)
 {

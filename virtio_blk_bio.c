@@ -113,6 +113,13 @@ static void vbblk_cmd_init(struct vbblk_bio_cmd *cmd)
 	INIT_LIST_HEAD(&cmd->park);
 }
 
+/* No command for a REQ_NOWAIT bio: it ends with EAGAIN rather than wait. */
+static void vbblk_bio_would_block(struct vbblk *vblk, struct bio *bio)
+{
+	vbblk_stat_inc(vblk, VBBLK_STAT_NOWAIT_EAGAIN);
+	bio_wouldblock_error(bio);
+}
+
 /*
  * A command for @bio's submitter on @vq. Sleeps for a free one unless the
  * bio is REQ_NOWAIT: then NULL, and the bio has ended with EAGAIN.
@@ -124,8 +131,7 @@ struct vbblk_bio_cmd *vbblk_bio_cmd_alloc(struct vbblk *vblk,
 
 	if (!cmd) {
 		if (bio->bi_opf & REQ_NOWAIT) {
-			vbblk_stat_inc(vblk, VBBLK_STAT_NOWAIT_EAGAIN);
-			bio_wouldblock_error(bio);
+			vbblk_bio_would_block(vblk, bio);
 			return NULL;
 		}
 		/* Sleeping flushes our plug, so held batches go out first. */
@@ -135,6 +141,22 @@ struct vbblk_bio_cmd *vbblk_bio_cmd_alloc(struct vbblk *vblk,
 
 	vbblk_cmd_init(cmd);
 	return cmd;
+}
+
+/* Append @bio, @segs data segments, to the command's chain. */
+void vbblk_cmd_add_bio(struct vbblk_bio_cmd *cmd, struct bio *bio,
+		       unsigned int segs)
+{
+	bio->bi_next = NULL;
+	if (cmd->tail)
+		cmd->tail->bi_next = bio;
+	else
+		cmd->bio = bio;
+	cmd->tail = bio;
+	cmd->nr_bios++;
+	cmd->nr_segs += segs;
+	cmd->bytes += bio->bi_iter.bi_size;
+	cmd->end = bio_end_sector(bio);
 }
 
 static void vbblk_bio_cmd_free(struct vbblk_bio_cmd *cmd)
@@ -402,10 +424,8 @@ static void vbblk_bio_submit_flush(struct vbblk *vblk, struct bio *bio)
 	cmd = vbblk_bio_cmd_alloc(vblk, b->vq, bio);
 	if (!cmd)
 		return;
-	cmd->bio = cmd->tail = bio;
-	cmd->nr_bios = 1;
-	cmd->bytes = bio->bi_iter.bi_size;
-	cmd->nr_segs = cmd->bytes ? vbblk_bio_segs(vblk, bio) : 0;
+	vbblk_cmd_add_bio(cmd, bio,
+			  bio->bi_iter.bi_size ? vbblk_bio_segs(vblk, bio) : 0);
 	cmd->postflush = (bio->bi_opf & REQ_FUA) && cmd->bytes;
 
 	if (bio->bi_opf & REQ_PREFLUSH) {
@@ -434,19 +454,14 @@ static void vbblk_bio_submit_polled(struct vbblk *vblk, struct bio *bio)
 
 	while (!(cmd = vbblk_get_cmd(vq))) {
 		if (bio->bi_opf & REQ_NOWAIT) {
-			vbblk_stat_inc(vblk, VBBLK_STAT_NOWAIT_EAGAIN);
-			bio_wouldblock_error(bio);
+			vbblk_bio_would_block(vblk, bio);
 			return;
 		}
 		vbblk_vq_poll(vq);
 		cond_resched();
 	}
 	vbblk_cmd_init(cmd);
-	cmd->bio = cmd->tail = bio;
-	cmd->nr_bios = 1;
-	cmd->bytes = bio->bi_iter.bi_size;
-	cmd->nr_segs = vbblk_bio_segs(vblk, bio);
-	cmd->end = bio_end_sector(bio);
+	vbblk_cmd_add_bio(cmd, bio, vbblk_bio_segs(vblk, bio));
 	vbblk_iohdr_init(vblk, &cmd->hdr,
 			 op_is_write(bio_op(bio)) ? VIRTIO_BLK_T_OUT :
 						    VIRTIO_BLK_T_IN,
@@ -463,7 +478,7 @@ int vbblk_poll_bio(struct bio *bio, struct io_comp_batch *iob,
 
 	/* bio_poll() holds the queue: vblk and its vqs stay. */
 	if (cookie >= vblk->num_vqs ||
-	    cookie < vblk->num_vqs - vblk->num_poll_vqs)
+	    cookie < vbblk_io_vqs(vblk))
 		return 0;
 	return vbblk_vq_poll(&vblk->vqs[cookie]);
 }
@@ -619,7 +634,7 @@ void vbblk_bio_drain(struct vbblk *vblk)
 
 		/* Notifies a plug deferred: the plug may not be flushed yet. */
 		vbblk_vq_kick(vq);
-		if (i < vblk->num_vqs - vblk->num_poll_vqs) {
+		if (i < vbblk_io_vqs(vblk)) {
 			wait_event(vq->wait, !atomic_read(&vq->bio_cmds));
 			continue;
 		}

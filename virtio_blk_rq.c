@@ -198,7 +198,7 @@ static void vbblk_map_queues(struct blk_mq_tag_set *set)
 	struct vbblk *vblk = set->driver_data;
 	struct blk_mq_queue_map *def = &set->map[HCTX_TYPE_DEFAULT];
 
-	def->nr_queues = vblk->num_vqs - vblk->num_poll_vqs;
+	def->nr_queues = vbblk_io_vqs(vblk);
 	def->queue_offset = 0;
 	blk_mq_virtio_map_queues(def, vblk->vdev, 0);
 	if (set->nr_maps > HCTX_TYPE_POLL) {

@@ -112,11 +112,14 @@ void vbblk_vq_kick(struct vbblk_vq *vq)
 }
 
 /*
- * Take every used buffer off the ring, oldest first. Callbacks are
+ * Take every used buffer off the ring, oldest first, and the flag saying
+ * queue_rq stopped its hctx. An interrupt-driven queue's callbacks are
  * re-enabled before returning, and the loop re-checks for buffers that
  * raced with re-enabling, so no completion is left without an interrupt.
+ * A poll queue (@polled) has no callback: one pass.
  */
-static struct vbblk_iohdr *vbblk_vq_reap(struct vbblk_vq *vq, bool *restart)
+static struct vbblk_iohdr *vbblk_vq_reap(struct vbblk_vq *vq, bool polled,
+					 bool *restart)
 {
 	struct vbblk_iohdr *head = NULL, **tail = &head, *hdr;
 	unsigned long flags;
@@ -125,16 +128,18 @@ static struct vbblk_iohdr *vbblk_vq_reap(struct vbblk_vq *vq, bool *restart)
 	spin_lock_irqsave(&vq->lock, flags);
 	*restart = vq->hctx_stopped;
 	vq->hctx_stopped = false;
-	do {
-		virtqueue_disable_cb(vq->vq);
+	for (;;) {
+		if (!polled)
+			virtqueue_disable_cb(vq->vq);
 		while ((hdr = virtqueue_get_buf(vq->vq, &len)) != NULL) {
 			*tail = hdr;
 			tail = &hdr->done_next;
 			WRITE_ONCE(vq->inflight, vq->inflight - 1);
 		}
-		if (unlikely(virtqueue_is_broken(vq->vq)))
+		if (polled || unlikely(virtqueue_is_broken(vq->vq)) ||
+		    virtqueue_enable_cb(vq->vq))
 			break;
-	} while (!virtqueue_enable_cb(vq->vq));
+	}
 	*tail = NULL;
 	spin_unlock_irqrestore(&vq->lock, flags);
 
@@ -177,33 +182,21 @@ static void vbblk_vq_done(struct virtqueue *_vq)
 	struct vbblk_iohdr *done;
 	bool restart;
 
-	done = vbblk_vq_reap(vq, &restart);
+	done = vbblk_vq_reap(vq, false, &restart);
 	vbblk_vq_end_chain(vq, done, restart);
 }
 
 /*
  * Reap a poll queue: the caller polls for its own I/O (blk-mq ->poll or
- * ->poll_bio). No callback to re-enable; returns the commands ended.
+ * ->poll_bio). Returns the commands ended.
  */
 int vbblk_vq_poll(struct vbblk_vq *vq)
 {
-	struct vbblk_iohdr *head = NULL, **tail = &head, *hdr;
-	unsigned long flags;
-	unsigned int len;
+	struct vbblk_iohdr *done;
 	bool restart;
 
-	spin_lock_irqsave(&vq->lock, flags);
-	restart = vq->hctx_stopped;
-	vq->hctx_stopped = false;
-	while ((hdr = virtqueue_get_buf(vq->vq, &len)) != NULL) {
-		*tail = hdr;
-		tail = &hdr->done_next;
-		WRITE_ONCE(vq->inflight, vq->inflight - 1);
-	}
-	*tail = NULL;
-	spin_unlock_irqrestore(&vq->lock, flags);
-
-	return vbblk_vq_end_chain(vq, head, restart);
+	done = vbblk_vq_reap(vq, true, &restart);
+	return vbblk_vq_end_chain(vq, done, restart);
 }
 
 /*
