@@ -56,10 +56,6 @@ devops() {
 	hostcmd blockstats bench | awk -F= '/^(rd|wr)_operations=/ { n += $2 }
 		/^flush_operations=/ { f = $2 } END { print n + 0, f + 0 }'
 }
-irqs() { # interrupts of the disk's virtio request queues, all CPUs
-	[ -n "$1" ] || { echo 0; return; }
-	awk -v dev="$1" '$0 ~ dev"-req" { for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+$/) n += $i } END { print n + 0 }' /proc/interrupts
-}
 
 # notifies: QEMU traces virtio_queue_notify; the host counts the bench disk's
 # lines between "nwin start" and "nwin stop" (a guest kprobe would cost
@@ -89,25 +85,20 @@ while [ $r -le "$ROUNDS" ]; do
 				loaded=$want
 				d=$(cfg_disk $cfg)
 				[ -b /dev/$d ] || fail "no disk for $cfg"
-				vd=
-				case $cfg in nullb-*) ;; *) vd=$(basename "$(readlink -f /sys/block/$d/device)") ;; esac
 			fi
 			out=$R/r$r-$cfg-$wl
 			set -- $(devops); o0=$1 f0=$2
 			fio --output-format=json --output=$out.json --filename=/dev/$d \
 				--time_based=1 --runtime="$RUNTIME" $jobs/$wl.fio > $out.err 2>&1 &
 			fpid=$!
-			if [ "$KINSN" = 1 ]; then
-				vbmark window "$SETTLE_MS" "$KWIN_MS" $([ "$PROFILE" = 1 ] && echo prof) \
-					> $out.window || fail "vbmark window under $cfg $wl"
-				echo "/host/results/r$r-$cfg-$wl" >> $R/marks.list
-			else
-				p=$(pgpg); while [ "$(pgpg)" = "$p" ]; do sleep 0.05; done
-				ms_sleep "$SETTLE_MS"
-			fi
-			notifies start > /dev/null; i0=$(irqs $vd); p0=$(pgpg)
+			# wait for I/O to flow and settle, then (KINSN=1) the instruction window
+			kw=0; [ "$KINSN" = 1 ] && kw=$KWIN_MS
+			vbmark window "$SETTLE_MS" "$kw" $([ "$PROFILE" = 1 ] && echo prof) \
+				> $out.window || fail "vbmark window under $cfg $wl"
+			[ "$KINSN" = 1 ] && echo "/host/results/r$r-$cfg-$wl" >> $R/marks.list
+			notifies start > /dev/null; i0=$(disk_irqs $d); p0=$(pgpg)
 			ms_sleep "$NWIN_MS"
-			i1=$(irqs $vd); p1=$(pgpg); nw=$(notifies stop)
+			i1=$(disk_irqs $d); p1=$(pgpg); nw=$(notifies stop)
 			wait $fpid || { cat $out.err; fail "fio $wl under $cfg"; }
 			# module symbols for the profile (modules move between loads)
 			[ "$PROFILE" = 1 ] && grep '\[' /proc/kallsyms > $out.modsyms

@@ -48,6 +48,15 @@ vq_count() {
 	grep -c " $_v-req\." /proc/interrupts
 }
 
+# disk_irqs vdX: interrupts taken by the disk's request virtqueues
+# (virtioN-req.K vectors), summed over all CPUs; 0 for a non-virtio disk
+disk_irqs() {
+	[ -e "/sys/block/$1/device" ] || { echo 0; return; }
+	_v=$(basename "$(readlink -f /sys/block/$1/device)")
+	awk -v dev="$_v" '$0 ~ " "dev"-req\\." { for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+$/) n += $i }
+		END { print n + 0 }' /proc/interrupts
+}
+
 drv_loaded() { [ -d "/sys/module/$DRIVER" ]; }
 
 # disk_by_serial SERIAL [TIMEOUT_S]: echo the vdX name of the disk with that serial

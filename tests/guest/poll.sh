@@ -5,7 +5,6 @@
 . /tests/lib.sh
 drv_load poll_queues=1
 d=$(disk_by_serial POLL-1)
-v=$(basename "$(readlink -f /sys/block/$d/device)")
 [ "$(sysblk $d queue/io_poll)" = 1 ] || fail "queue/io_poll is not 1 with poll_queues=1"
 # vbblk: two interrupt-driven queues (one per CPU) and the poll queue, which
 # has no vector (stock virtio_blk takes its poll queue out of the CPU count)
@@ -18,23 +17,19 @@ if [ "$DRIVER" = vbblk ]; then
 	fi
 fi
 
-virq() { # interrupts of the disk's request queues, all CPUs
-	awk -v dev="$v" '$0 ~ " "dev"-req" { for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+$/) n += $i } END { print n + 0 }' /proc/interrupts
-}
-
 for qd in 1 8; do
-	i0=$(virq)
+	i0=$(disk_irqs $d)
 	run_fio --name=poll-qd$qd --filename=/dev/$d --ioengine=io_uring --hipri=1 --direct=1 \
 		--rw=randwrite --bs=4k --iodepth=$qd --size=16M --verify=crc32c --do_verify=1 \
 		--verify_fatal=1 --randrepeat=0
-	i1=$(virq)
+	i1=$(disk_irqs $d)
 	ios=8192 # 4096 writes and 4096 verify reads
 	log "io_uring hipri QD$qd: $((i1 - i0)) interrupts for $ios polled I/Os"
 	[ $((i1 - i0)) -lt $((ios / 10)) ] || fail "hipri I/O at QD$qd raised $((i1 - i0)) interrupts"
 done
 
 # interrupt-driven I/O beside the poll queue, both queues busy at once
-i0=$(virq)
+i0=$(disk_irqs $d)
 fio --name=irq --filename=/dev/$d --ioengine=libaio --direct=1 --rw=randwrite --bs=4k \
 	--iodepth=16 --offset=32M --size=16M --verify=crc32c --do_verify=1 --verify_fatal=1 \
 	> /tmp/irq.out 2>&1 &
@@ -42,7 +37,7 @@ irqpid=$!
 run_fio --name=mixpoll --filename=/dev/$d --ioengine=io_uring --hipri=1 --direct=1 \
 	--rw=randrw --bs=4k --iodepth=16 --size=16M --verify=crc32c --do_verify=1 --verify_fatal=1
 wait $irqpid || { cat /tmp/irq.out; fail "interrupt-driven fio beside polled I/O failed"; }
-[ $(($(virq) - i0)) -gt 1000 ] || fail "interrupt-driven I/O raised almost no interrupts"
+[ $(($(disk_irqs $d) - i0)) -gt 1000 ] || fail "interrupt-driven I/O raised almost no interrupts"
 
 # polled I/O in flight when the queue is frozen by unload would hang remove
 drv_unload
