@@ -9,6 +9,8 @@
  *   struct vbblk_cmd   - one blk-mq request's driver data (request path)
  *   struct vbblk_bio_cmd - one device command built from bios (bio path)
  *   struct vbblk_batch - the per-CPU command being grown from contiguous bios
+ *   struct vbblk_scsi_io - what a SCSI passthrough command adds to the ring
+ *   struct vbblk_sg    - one SG_IO ioctl being served
  */
 #ifndef VBBLK_H
 #define VBBLK_H
@@ -30,6 +32,8 @@
 #include <linux/virtio.h>
 #include <linux/virtio_blk.h>
 #include <linux/workqueue.h>
+
+#include "include/vbblk_compat.h"
 
 #define VBBLK_NAME		KBUILD_MODNAME
 #define VBBLK_PART_BITS		4
@@ -148,6 +152,19 @@ struct vbblk {
 	unsigned int index;		/* name and minor allocation */
 	bool read_only;			/* VIRTIO_BLK_F_RO: never send writes */
 	bool wz_may_unmap;
+
+	/*
+	 * SG_IO (vbblk_sg.c). Features are copied here so that SG_IO never
+	 * touches vdev, which goes away at remove while the disk is open.
+	 */
+	bool scsi_passthrough;		/* VIRTIO_BLK_F_SCSI (legacy devices) */
+	bool has_flush;			/* VIRTIO_BLK_F_FLUSH */
+	bool has_discard;		/* VIRTIO_BLK_F_DISCARD */
+	bool has_write_zeroes;		/* VIRTIO_BLK_F_WRITE_ZEROES */
+	bool wce_changeable;		/* VIRTIO_BLK_F_CONFIG_WCE */
+	unsigned int scsi_max_segs;	/* data segments beside the SCSI parts */
+	unsigned int sg_timeout;	/* SG_SET_TIMEOUT, jiffies; 0: default */
+	unsigned int sg_reserved;	/* SG_SET_RESERVED_SIZE, bytes */
 };
 
 /* Interrupt-driven virtqueues come first; the poll queues follow them. */
@@ -189,9 +206,6 @@ static inline bool vbblk_op_type(enum req_op op, u32 *type)
 	case REQ_OP_SECURE_ERASE:
 		*type = VIRTIO_BLK_T_SECURE_ERASE;
 		return true;
-	case REQ_OP_DRV_IN:
-		*type = VIRTIO_BLK_T_GET_ID;
-		return true;
 	default:
 		return false;
 	}
@@ -209,6 +223,10 @@ static inline u32 vbblk_range_flags(const struct vbblk *vblk, blk_opf_t opf)
 /* virtio_ring_split.c: the ring layer both paths share. */
 int vbblk_vq_add(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 		 struct scatterlist *data, bool data_out);
+struct vbblk_scsi_io;
+int vbblk_vq_add_scsi(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
+		      struct vbblk_scsi_io *sio, struct scatterlist *data,
+		      bool data_out);
 bool vbblk_vq_kick_prepare(struct vbblk_vq *vq);
 void vbblk_vq_notify(struct vbblk_vq *vq);
 void vbblk_vq_kick(struct vbblk_vq *vq);
@@ -219,15 +237,24 @@ void vbblk_iohdr_init(struct vbblk *vblk, struct vbblk_iohdr *hdr, u32 type,
 		      sector_t sector);
 blk_status_t vbblk_status(const struct vbblk_iohdr *hdr);
 
-/* virtio_blk_rq.c: the blk-mq request path. */
+/*
+ * virtio_blk_rq.c: the blk-mq request path. A REQ_OP_DRV_IN/OUT request
+ * (GET_ID, SG_IO) names its virtio command itself: whoever allocates it
+ * sets @drv_type, @drv_sector and, for VIRTIO_BLK_T_SCSI_CMD, @scsi.
+ */
 struct vbblk_cmd {
 	struct vbblk_iohdr hdr;
+	u32 drv_type;
+	sector_t drv_sector;
+	struct vbblk_scsi_io *scsi;
 	struct sg_table sg_table;
 	struct scatterlist sg[];
 };
 
 int vbblk_rq_init_tag_set(struct vbblk *vblk);
 void vbblk_rq_end_cmd(struct vbblk_iohdr *hdr);
+struct request *vbblk_rq_alloc_drv(struct vbblk *vblk, bool data_out,
+				   u32 type, sector_t sector);
 int vbblk_rq_get_id(struct vbblk *vblk, char *buf);
 
 /* virtio_blk_bio.c: the bio path. */
@@ -285,6 +312,51 @@ int vbblk_batch_cpuhp_init(void);
 void vbblk_batch_cpuhp_exit(void);
 int vbblk_batch_cpuhp_add(struct vbblk *vblk);
 void vbblk_batch_cpuhp_remove(struct vbblk *vblk);
+
+/*
+ * vbblk_sg.c and vbblk_scsi.c: SCSI commands through SG_IO. The device
+ * writes @sense and @inhdr, so this lives in kmalloc'ed memory.
+ */
+#define VBBLK_CDB_MAX		32
+#define VBBLK_SENSE_BYTES	96	/* the legacy virtio-blk sense buffer */
+
+struct vbblk_scsi_io {
+	u8 cdb[VBBLK_CDB_MAX];
+	u8 sense[VBBLK_SENSE_BYTES];
+	struct virtio_scsi_inhdr inhdr;
+	unsigned int cdb_len;
+};
+
+/* The caller's view of one SG_IO and what it will be told. */
+struct vbblk_sg {
+	struct vbblk *vblk;
+	struct vbblk_scsi_io *io;
+	void __user *dxferp;
+	unsigned int dxfer_len;
+	int dxfer_dir;			/* SG_DXFER_* */
+	unsigned int iovec_count;
+	unsigned int timeout;		/* jiffies */
+	bool at_head;
+	/* device state read once per command */
+	bool read_only;
+	bool writeback;
+	/* results */
+	u8 status, msg_status, host_status, driver_status;
+	unsigned int sense_len;
+	unsigned int resid;
+};
+
+bool vbblk_write_cache_on(struct vbblk *vblk);
+int vbblk_ioctl(struct block_device *bdev, vbblk_open_mode_t mode,
+		unsigned int cmd, unsigned long arg);
+unsigned int vbblk_sg_max_bytes(const struct vbblk *vblk);
+int vbblk_sg_dev_io(struct vbblk_sg *sg, u32 type, sector_t sector,
+		    void *kbuf, unsigned int len, bool user_data);
+int vbblk_sg_copy_in(struct vbblk_sg *sg, void *buf, unsigned int len);
+int vbblk_sg_copy_out(struct vbblk_sg *sg, const void *buf,
+		      unsigned int len);
+int vbblk_scsi_translate(struct vbblk_sg *sg);
+void vbblk_scsi_set_sense(struct vbblk_sg *sg, u8 key, u8 asc, u8 ascq);
 
 /* vbblk_stats.c */
 extern const struct attribute_group vbblk_stats_group;

@@ -240,17 +240,24 @@ static ssize_t cache_type_store(struct device *dev,
 	return count;
 }
 
-static ssize_t cache_type_show(struct device *dev,
-			       struct device_attribute *attr, char *buf)
+/* Is the write cache on now? False once the device is gone. */
+bool vbblk_write_cache_on(struct vbblk *vblk)
 {
-	struct gendisk *disk = dev_to_disk(dev);
-	struct vbblk *vblk = disk->private_data;
 	bool wb;
 
 	mutex_lock(&vblk->vdev_mutex);
 	wb = vblk->vdev && vbblk_writeback(vblk->vdev);
 	mutex_unlock(&vblk->vdev_mutex);
-	return sysfs_emit(buf, "%s\n", vbblk_cache_types[wb]);
+	return wb;
+}
+
+static ssize_t cache_type_show(struct device *dev,
+			       struct device_attribute *attr, char *buf)
+{
+	struct gendisk *disk = dev_to_disk(dev);
+
+	return sysfs_emit(buf, "%s\n",
+			  vbblk_cache_types[vbblk_write_cache_on(disk->private_data)]);
 }
 static DEVICE_ATTR_RW(cache_type);
 
@@ -324,6 +331,7 @@ static void vbblk_free_disk(struct gendisk *disk)
 
 static const struct block_device_operations vbblk_rq_fops = {
 	.owner		= THIS_MODULE,
+	.ioctl		= vbblk_ioctl,
 	.getgeo		= vbblk_getgeo,
 	.free_disk	= vbblk_free_disk,
 };
@@ -332,6 +340,7 @@ static const struct block_device_operations vbblk_bio_fops = {
 	.owner		= THIS_MODULE,
 	.submit_bio	= vbblk_submit_bio,
 	.poll_bio	= vbblk_poll_bio,
+	.ioctl		= vbblk_ioctl,
 	.getgeo		= vbblk_getgeo,
 	.free_disk	= vbblk_free_disk,
 };
@@ -367,6 +376,27 @@ static void vbblk_config_changed(struct virtio_device *vdev)
 }
 
 /* ---- Probe: negotiate features top-down, each next to its limit. ---- */
+
+/*
+ * A SCSI command takes five descriptors beside its data. Without indirect
+ * descriptors they must fit in the ring with the data, or the command
+ * would wait for room forever.
+ */
+static void vbblk_scsi_limits(struct vbblk *vblk)
+{
+	struct virtio_device *vdev = vblk->vdev;
+	unsigned int ring = virtqueue_get_vring_size(vblk->vqs[0].vq);
+
+	vblk->scsi_passthrough = virtio_has_feature(vdev, VIRTIO_BLK_F_SCSI);
+	vblk->scsi_max_segs = vblk->sg_elems;
+	if (!virtio_has_feature(vdev, VIRTIO_RING_F_INDIRECT_DESC)) {
+		if (ring < 6)
+			vblk->scsi_passthrough = false;
+		else
+			vblk->scsi_max_segs = min(vblk->sg_elems, ring - 5);
+	}
+	vblk->sg_reserved = vbblk_sg_max_bytes(vblk);
+}
 
 /*
  * Virtqueues to ask for: poll queues first take what poll_queues asks,
@@ -609,6 +639,13 @@ static int vbblk_probe(struct virtio_device *vdev)
 	vblk->read_only = virtio_has_feature(vdev, VIRTIO_BLK_F_RO);
 	if (vblk->read_only)
 		set_disk_ro(vblk->disk, true);
+	vblk->has_flush = virtio_has_feature(vdev, VIRTIO_BLK_F_FLUSH);
+	vblk->has_discard = virtio_has_feature(vdev, VIRTIO_BLK_F_DISCARD);
+	vblk->has_write_zeroes = virtio_has_feature(vdev,
+						    VIRTIO_BLK_F_WRITE_ZEROES);
+	vblk->wce_changeable = virtio_has_feature(vdev,
+						  VIRTIO_BLK_F_CONFIG_WCE);
+	vbblk_scsi_limits(vblk);
 
 	virtio_device_ready(vdev);
 
@@ -732,13 +769,22 @@ static unsigned int vbblk_features[] = {
 	VIRTIO_BLK_F_SECURE_ERASE,
 };
 
+/* SCSI passthrough exists only in the legacy interface. */
+static unsigned int vbblk_features_legacy[] = {
+	VIRTIO_BLK_F_SEG_MAX, VIRTIO_BLK_F_SIZE_MAX, VIRTIO_BLK_F_GEOMETRY,
+	VIRTIO_BLK_F_RO, VIRTIO_BLK_F_BLK_SIZE, VIRTIO_BLK_F_FLUSH,
+	VIRTIO_BLK_F_TOPOLOGY, VIRTIO_BLK_F_CONFIG_WCE, VIRTIO_BLK_F_MQ,
+	VIRTIO_BLK_F_DISCARD, VIRTIO_BLK_F_WRITE_ZEROES,
+	VIRTIO_BLK_F_SECURE_ERASE, VIRTIO_BLK_F_SCSI,
+};
+
 static struct virtio_driver vbblk_driver = {
 	.driver.name		= VBBLK_NAME,
 	.driver.owner		= THIS_MODULE,
 	.feature_table		= vbblk_features,
 	.feature_table_size	= ARRAY_SIZE(vbblk_features),
-	.feature_table_legacy	= vbblk_features,
-	.feature_table_size_legacy = ARRAY_SIZE(vbblk_features),
+	.feature_table_legacy	= vbblk_features_legacy,
+	.feature_table_size_legacy = ARRAY_SIZE(vbblk_features_legacy),
 	.id_table		= vbblk_id_table,
 	.probe			= vbblk_probe,
 	.remove			= vbblk_remove,

@@ -2,7 +2,7 @@
 /*
  * The request path: a blk-mq queue whose hardware contexts map one to one
  * onto virtqueues. It serves the disk in request mode and carries
- * passthrough commands (GET_ID) in every mode.
+ * driver-private commands (GET_ID, SG_IO) in every mode.
  */
 #include <linux/blk-mq-virtio.h>
 #include <linux/slab.h>
@@ -84,16 +84,22 @@ static blk_status_t vbblk_rq_setup(struct vbblk *vblk, struct request *req,
 
 	if (unlikely(vblk->read_only && op_is_write(req_op(req))))
 		return BLK_STS_IOERR;
-	if (!vbblk_op_type(req_op(req), &type))
+	if (blk_rq_is_passthrough(req)) {
+		type = cmd->drv_type;
+		sector = cmd->drv_sector;
+	} else if (!vbblk_op_type(req_op(req), &type)) {
 		return BLK_STS_NOTSUPP;
-	if (type == VIRTIO_BLK_T_FLUSH || type == VIRTIO_BLK_T_GET_ID)
+	}
+	if (type == VIRTIO_BLK_T_FLUSH)
 		sector = 0;
 
 	vbblk_iohdr_init(vblk, &cmd->hdr, type, sector);
 	cmd->hdr.kind = VBBLK_KIND_RQ;
 
-	if (type == VIRTIO_BLK_T_DISCARD || type == VIRTIO_BLK_T_WRITE_ZEROES ||
-	    type == VIRTIO_BLK_T_SECURE_ERASE) {
+	/* SG_IO builds its own range payload and sends it as data. */
+	if (!blk_rq_is_passthrough(req) &&
+	    (type == VIRTIO_BLK_T_DISCARD || type == VIRTIO_BLK_T_WRITE_ZEROES ||
+	     type == VIRTIO_BLK_T_SECURE_ERASE)) {
 		st = vbblk_rq_setup_ranges(vblk, req);
 		if (st)
 			return st;
@@ -132,8 +138,14 @@ static blk_status_t vbblk_queue_rq(struct blk_mq_hw_ctx *hctx,
 	blk_mq_start_request(req);
 
 	spin_lock_irqsave(&vq->lock, flags);
-	err = vbblk_vq_add(vq, &cmd->hdr, nents ? cmd->sg_table.sgl : NULL,
-			   op_is_write(req_op(req)));
+	if (unlikely(blk_rq_is_passthrough(req) && cmd->scsi))
+		err = vbblk_vq_add_scsi(vq, &cmd->hdr, cmd->scsi,
+					nents ? cmd->sg_table.sgl : NULL,
+					op_is_write(req_op(req)));
+	else
+		err = vbblk_vq_add(vq, &cmd->hdr,
+				   nents ? cmd->sg_table.sgl : NULL,
+				   op_is_write(req_op(req)));
 	if (unlikely(err)) {
 		/*
 		 * Ring full: earlier requests of this dispatch may not have
@@ -244,13 +256,34 @@ int vbblk_rq_init_tag_set(struct vbblk *vblk)
 	return blk_mq_alloc_tag_set(set);
 }
 
+/*
+ * A driver-private request carrying one virtio command; data goes to the
+ * device if @data_out. The caller maps the data and may set cmd->scsi.
+ */
+struct request *vbblk_rq_alloc_drv(struct vbblk *vblk, bool data_out,
+				   u32 type, sector_t sector)
+{
+	struct request *req;
+	struct vbblk_cmd *cmd;
+
+	req = blk_mq_alloc_request(vblk->rq_queue,
+				   data_out ? REQ_OP_DRV_OUT : REQ_OP_DRV_IN, 0);
+	if (IS_ERR(req))
+		return req;
+	cmd = blk_mq_rq_to_pdu(req);
+	cmd->drv_type = type;
+	cmd->drv_sector = sector;
+	cmd->scsi = NULL;
+	return req;
+}
+
 /* GET_ID: the device writes up to VIRTIO_BLK_ID_BYTES, not NUL-terminated. */
 int vbblk_rq_get_id(struct vbblk *vblk, char *buf)
 {
 	struct request *req;
 	int err;
 
-	req = blk_mq_alloc_request(vblk->rq_queue, REQ_OP_DRV_IN, 0);
+	req = vbblk_rq_alloc_drv(vblk, false, VIRTIO_BLK_T_GET_ID, 0);
 	if (IS_ERR(req))
 		return PTR_ERR(req);
 

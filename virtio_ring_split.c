@@ -39,6 +39,32 @@ blk_status_t vbblk_status(const struct vbblk_iohdr *hdr)
 	}
 }
 
+/* Put one command's buffers on the ring and count it; caller holds vq->lock. */
+static int vbblk_vq_add_sgs(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
+			    struct scatterlist **sgs, unsigned int n_out,
+			    unsigned int n_in)
+{
+	struct vbblk *vblk = vq->vblk;
+	u32 type = virtio32_to_cpu(vblk->vdev, hdr->out.type);
+	int err;
+
+	lockdep_assert_held(&vq->lock);
+
+	err = virtqueue_add_sgs(vq->vq, sgs, n_out, n_in, hdr, GFP_ATOMIC);
+	if (err)
+		return err;
+
+	/* Read without the lock by the batch hold test. */
+	WRITE_ONCE(vq->inflight, vq->inflight + 1);
+	/* Count what the device will see (GET_ID is not I/O). */
+	if (type != VIRTIO_BLK_T_GET_ID) {
+		vbblk_stat_inc(vblk, VBBLK_STAT_REQUESTS);
+		if (type == VIRTIO_BLK_T_FLUSH)
+			vbblk_stat_inc(vblk, VBBLK_STAT_FLUSHES);
+	}
+	return 0;
+}
+
 /*
  * Queue one command: header out, optional data (out or in), status in.
  * Caller holds vq->lock. Returns -ENOSPC when the ring is full.
@@ -48,12 +74,6 @@ int vbblk_vq_add(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 {
 	struct scatterlist out_sg, status_sg, *sgs[3];
 	unsigned int n = 0, n_out = 0, n_in = 0;
-
-	struct vbblk *vblk = vq->vblk;
-	u32 type = virtio32_to_cpu(vblk->vdev, hdr->out.type);
-	int err;
-
-	lockdep_assert_held(&vq->lock);
 
 	sg_init_one(&out_sg, &hdr->out, sizeof(hdr->out));
 	sgs[n++] = &out_sg;
@@ -69,19 +89,42 @@ int vbblk_vq_add(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 	sgs[n++] = &status_sg;
 	n_in++;
 
-	err = virtqueue_add_sgs(vq->vq, sgs, n_out, n_in, hdr, GFP_ATOMIC);
-	if (err)
-		return err;
+	return vbblk_vq_add_sgs(vq, hdr, sgs, n_out, n_in);
+}
 
-	/* Read without the lock by the batch hold test. */
-	WRITE_ONCE(vq->inflight, vq->inflight + 1);
-	/* Count what the device will see (GET_ID is not I/O). */
-	if (type != VIRTIO_BLK_T_GET_ID) {
-		vbblk_stat_inc(vblk, VBBLK_STAT_REQUESTS);
-		if (type == VIRTIO_BLK_T_FLUSH)
-			vbblk_stat_inc(vblk, VBBLK_STAT_FLUSHES);
+/*
+ * A legacy SCSI passthrough command. The device finds each part by its
+ * position, so each gets its own descriptor: out header, CDB, data out;
+ * then data in, sense, SCSI status header, status byte.
+ */
+int vbblk_vq_add_scsi(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
+		      struct vbblk_scsi_io *sio, struct scatterlist *data,
+		      bool data_out)
+{
+	struct scatterlist out_sg, cdb_sg, sense_sg, inhdr_sg, status_sg;
+	struct scatterlist *sgs[6];
+	unsigned int n = 0, n_out = 2, n_in = 3;
+
+	sg_init_one(&out_sg, &hdr->out, sizeof(hdr->out));
+	sg_init_one(&cdb_sg, sio->cdb, sio->cdb_len);
+	sg_init_one(&sense_sg, sio->sense, sizeof(sio->sense));
+	sg_init_one(&inhdr_sg, &sio->inhdr, sizeof(sio->inhdr));
+	sg_init_one(&status_sg, &hdr->status, sizeof(hdr->status));
+
+	sgs[n++] = &out_sg;
+	sgs[n++] = &cdb_sg;
+	if (data && data_out) {
+		sgs[n++] = data;
+		n_out++;
+	} else if (data) {
+		sgs[n++] = data;
+		n_in++;
 	}
-	return 0;
+	sgs[n++] = &sense_sg;
+	sgs[n++] = &inhdr_sg;
+	sgs[n++] = &status_sg;
+
+	return vbblk_vq_add_sgs(vq, hdr, sgs, n_out, n_in);
 }
 
 /* First half of a kick; caller holds vq->lock. */

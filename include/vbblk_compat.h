@@ -7,12 +7,20 @@
 #define VBBLK_COMPAT_H
 
 #include <linux/blk-mq.h>
+#include <linux/blkdev.h>
 #include <linux/device.h>
 #include <linux/version.h>
 #include <linux/virtio_config.h>
 
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 1, 0)
 #error "vbblk needs Linux 6.1 or newer"
+#endif
+
+/* 6.12 moved the unaligned access helpers out of asm/. */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 12, 0)
+#include <asm/unaligned.h>
+#else
+#include <linux/unaligned.h>
 #endif
 
 /* 6.9 moved queue limits into an argument of blk_mq_alloc_disk(). */
@@ -84,6 +92,15 @@ static inline int vbblk_find_vqs(struct virtio_device *vdev, unsigned int n,
 	return err;
 #endif
 }
+
+/* 6.5 gave block_device_operations its own open-mode type. */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 5, 0)
+#define vbblk_open_mode_t	fmode_t
+#define VBBLK_OPEN_WRITE	FMODE_WRITE
+#else
+#define vbblk_open_mode_t	blk_mode_t
+#define VBBLK_OPEN_WRITE	BLK_OPEN_WRITE
+#endif
 
 static inline int vbblk_match_name(struct device *dev, const void *name)
 {

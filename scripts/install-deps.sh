@@ -9,7 +9,7 @@ PKGS=(
 	linux-image-amd64 linux-headers-amd64 linux-source-6.1
 	fio busybox-static cpio kmod e2fsprogs util-linux
 	sparse python3 gcc make libc6-dev bc bison flex libelf-dev
-	coreutils findutils python3-matplotlib
+	coreutils findutils python3-matplotlib sg3-utils
 )
 
 SUDO=

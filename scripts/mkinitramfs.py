@@ -3,7 +3,7 @@
 
 Contents: busybox-static (+ applet links), fio, e2fsprogs, util-linux
 blkdiscard/blockdev/fallocate, kmod (modprobe/insmod/rmmod/lsmod/modinfo),
-vbtool and vbmark (static, from tests/tools/vbtool.c and bench/tools/vbmark.c),
+sg3-utils, vbtool, sgfuzz and vbmark (static, from tests/tools/ and bench/tools/),
 the guest kernel's virtio,
 ext4, 9p and null_blk modules (+ depmod data), vbblk.ko (if present) in
 /lib/modules/<ver>/extra, the guest test scripts (/tests), vbblk-bind.sh, /init.
@@ -36,6 +36,12 @@ BINARIES = [
     ('/usr/sbin/blkdiscard', []),
     ('/usr/sbin/blockdev', []),
     ('/usr/bin/fallocate', []),
+    ('/usr/bin/setpriv', []),
+    # sg3-utils: the SG_IO test (tests/guest/sg_io.sh)
+    ('/usr/bin/sg_inq', []), ('/usr/bin/sg_vpd', []), ('/usr/bin/sg_readcap', []),
+    ('/usr/bin/sg_turs', []), ('/usr/bin/sg_sync', []), ('/usr/bin/sg_dd', []),
+    ('/usr/bin/sg_unmap', []), ('/usr/bin/sg_write_same', []), ('/usr/bin/sg_modes', []),
+    ('/usr/bin/sg_luns', []), ('/usr/bin/sg_requests', []), ('/usr/bin/sg_raw', []),
     ('/usr/bin/kmod', ['/usr/sbin/modprobe', '/usr/sbin/insmod', '/usr/sbin/rmmod',
                        '/usr/sbin/lsmod', '/usr/sbin/modinfo', '/usr/sbin/depmod',
                        '/sbin/modprobe']),
@@ -135,6 +141,9 @@ def main():
     else:
         run(['gcc', '-static', '-O2', '-Wall', '-Wextra', '-Werror', '-o', vbtool,
              os.path.join(REPO, 'tests/tools/vbtool.c')])
+    # sgfuzz: random SG_IO commands (static)
+    run(['gcc', '-static', '-O2', '-Wall', '-Wextra', '-Werror', '-o',
+         os.path.join(stage, 'usr/bin/sgfuzz'), os.path.join(REPO, 'tests/tools/sgfuzz.c')])
     # vbmark: the bench's marker for the kinsn QEMU plugin (static)
     run(['gcc', '-static', '-O2', '-Wall', '-Wextra', '-Werror', '-o',
          os.path.join(stage, 'usr/bin/vbmark'), os.path.join(REPO, 'bench/tools/vbmark.c')])

@@ -16,9 +16,11 @@ expect_eq "$wb write_cache" "$(sysblk $wb queue/write_cache)" "write back"
 expect_eq "$wt write_cache" "$(sysblk $wt queue/write_cache)" "write through"
 
 # busybox dd quietly drops O_DIRECT when the buffer is unaligned: use fio
+# --invalidate=0: fio would otherwise BLKFLSBUF the disk first, which syncs
+# the mounted ext4 and puts its metadata writeback inside the phase
 mark() {
 	fio --name=mark --filename=/dev/$1 --rw=read --bs=512 --size=512 --offset=$(((100000 + $2) * 512)) \
-		--direct=1 --ioengine=psync --output=/dev/null || fail "marker read $2"
+		--direct=1 --invalidate=0 --ioengine=psync --output=/dev/null || fail "marker read $2"
 }
 devflush() { hostcmd blockstats $1 | sed -n 's/^flush_operations=//p'; }
 drvflush() { if [ -r /sys/block/$1/vbblk/flushes ]; then cat /sys/block/$1/vbblk/flushes; else echo 0; fi; }

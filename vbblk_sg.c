@@ -1,0 +1,467 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * SG_IO and the SCSI ioctls sg3-utils probes, on the whole-disk node, in
+ * both modes.
+ *
+ * A device that offers legacy VIRTIO_BLK_F_SCSI gets the CDB as
+ * VIRTIO_BLK_T_SCSI_CMD. If it has no SCSI device behind it (QEMU with a
+ * file backend) it answers UNSUPP, and the command is translated into
+ * virtio-blk commands instead (vbblk_scsi.c), as it is for every other
+ * device. Either way the data travels on a REQ_OP_DRV_* request of the
+ * blk-mq queue: the disk's own in request mode, the one beside the bio
+ * path in bio mode.
+ *
+ * The virtio device cannot abort a command, so a command that outlives
+ * its timeout is waited for, as virtio_blk always did.
+ */
+#include <linux/blk-mq.h>
+#include <linux/capability.h>
+#include <linux/slab.h>
+#include <linux/uio.h>
+#include <linux/virtio_byteorder.h>
+#include <scsi/scsi.h>
+#include <scsi/scsi_proto.h>
+#include <scsi/scsi_status.h>
+#include <scsi/sg.h>
+
+#include "vbblk.h"
+
+/* What the block layer's SG_IO has always reported; sg3-utils checks it. */
+#define VBBLK_SG_VERSION	30527
+/* Linux dropped driver bytes from its headers; SG_IO users still read it. */
+#define VBBLK_DRIVER_SENSE	0x08
+
+/*
+ * Largest SG_IO transfer: one page per data segment, less one for a buffer
+ * that does not start on a page boundary. Whatever a caller's buffer looks
+ * like, it then maps onto the ring or fails cleanly with -EINVAL.
+ */
+unsigned int vbblk_sg_max_bytes(const struct vbblk *vblk)
+{
+	unsigned int segs = min(vblk->sg_elems, vblk->scsi_max_segs);
+
+	return max(segs, 2U) * PAGE_SIZE - PAGE_SIZE;
+}
+
+enum vbblk_scsi_access {
+	VBBLK_SCSI_READ,	/* anyone who may open the disk */
+	VBBLK_SCSI_WRITE,	/* changes data: needs what write() needs */
+	VBBLK_SCSI_RAWIO,	/* anything else: CAP_SYS_RAWIO */
+};
+
+static enum vbblk_scsi_access vbblk_scsi_access(u8 opcode)
+{
+	switch (opcode) {
+	case TEST_UNIT_READY:
+	case REQUEST_SENSE:
+	case INQUIRY:
+	case MODE_SENSE:
+	case MODE_SENSE_10:
+	case READ_CAPACITY:
+	case SERVICE_ACTION_IN_16:
+	case REPORT_LUNS:
+	case READ_6:
+	case READ_10:
+	case READ_12:
+	case READ_16:
+	case VERIFY:
+	case VERIFY_16:
+	case LOG_SENSE:
+	/* like fsync(), which a read-only open may call */
+	case SYNCHRONIZE_CACHE:
+	case SYNCHRONIZE_CACHE_16:
+		return VBBLK_SCSI_READ;
+	case WRITE_6:
+	case WRITE_10:
+	case WRITE_12:
+	case WRITE_16:
+	case WRITE_VERIFY:
+	case WRITE_VERIFY_12:
+	case WRITE_VERIFY_16:
+	case WRITE_SAME:
+	case WRITE_SAME_16:
+	case WRITE_SAME_32:
+	case UNMAP:
+	case MODE_SELECT:
+	case MODE_SELECT_10:
+	case FORMAT_UNIT:
+		return VBBLK_SCSI_WRITE;
+	default:
+		return VBBLK_SCSI_RAWIO;
+	}
+}
+
+/* An iterator over the caller's data buffer, @len bytes at most. */
+static int vbblk_sg_iter(struct vbblk_sg *sg, int dir, unsigned int len,
+			 struct iov_iter *iter, struct iovec *one,
+			 struct iovec **vec)
+{
+	ssize_t ret;
+
+	*vec = NULL;
+	if (sg->iovec_count) {
+		ret = import_iovec(dir, sg->dxferp, sg->iovec_count, 0, vec,
+				   iter);
+		if (ret < 0)
+			return ret;
+	} else {
+		one->iov_base = sg->dxferp;
+		one->iov_len = sg->dxfer_len;
+		iov_iter_init(iter, dir, one, 1, sg->dxfer_len);
+	}
+	iov_iter_truncate(iter, len);
+	return 0;
+}
+
+/* Emulated data in: copy @len bytes (at most dxfer_len) to the caller. */
+int vbblk_sg_copy_out(struct vbblk_sg *sg, const void *buf, unsigned int len)
+{
+	struct iovec one, *vec;
+	struct iov_iter iter;
+	size_t done;
+	int err;
+
+	len = min(len, sg->dxfer_len);
+	if (!len)
+		return 0;
+	err = vbblk_sg_iter(sg, ITER_DEST, len, &iter, &one, &vec);
+	if (err)
+		return err;
+	done = copy_to_iter(buf, len, &iter);
+	kfree(vec);
+	if (done != len)
+		return -EFAULT;
+	sg->resid = sg->dxfer_len - len;
+	return 0;
+}
+
+/* Emulated data out (parameter lists): @len bytes from the caller. */
+int vbblk_sg_copy_in(struct vbblk_sg *sg, void *buf, unsigned int len)
+{
+	struct iovec one, *vec;
+	struct iov_iter iter;
+	size_t done;
+	int err;
+
+	if (len > sg->dxfer_len)
+		return -EINVAL;
+	if (!len)
+		return 0;
+	err = vbblk_sg_iter(sg, ITER_SOURCE, len, &iter, &one, &vec);
+	if (err)
+		return err;
+	done = copy_from_iter(buf, len, &iter);
+	kfree(vec);
+	return done == len ? 0 : -EFAULT;
+}
+
+/*
+ * Run one virtio command for SG_IO and wait for it. Data is @len bytes
+ * of the caller's buffer (@user_data) or of @kbuf. Returns 0, -EIO for a
+ * device error, -EOPNOTSUPP for UNSUPP, or a mapping error.
+ */
+static int vbblk_sg_exec(struct vbblk_sg *sg, u32 type, sector_t sector,
+			 void *kbuf, unsigned int len, bool user_data,
+			 bool out, struct vbblk_scsi_io *scsi)
+{
+	struct vbblk *vblk = sg->vblk;
+	struct bio *bio = NULL;
+	struct request *req;
+	blk_status_t st;
+	int err = 0, err2;
+
+	req = vbblk_rq_alloc_drv(vblk, out && len, type, sector);
+	if (IS_ERR(req))
+		return PTR_ERR(req);
+	((struct vbblk_cmd *)blk_mq_rq_to_pdu(req))->scsi = scsi;
+	req->timeout = sg->timeout;
+
+	if (len && user_data)
+		err = blk_rq_map_user_io(req, NULL, sg->dxferp, len, GFP_KERNEL,
+					 sg->iovec_count, sg->iovec_count,
+					 false, out ? ITER_SOURCE : ITER_DEST);
+	else if (len)
+		err = blk_rq_map_kern(vblk->rq_queue, req, kbuf, len,
+				      GFP_KERNEL);
+	if (err)
+		goto out_free;
+	bio = req->bio;
+
+	/* The SCSI parts take descriptors too; see vbblk_sg_max_bytes(). */
+	if (scsi && blk_rq_nr_phys_segments(req) > vblk->scsi_max_segs) {
+		err = -EINVAL;
+		goto out_unmap;
+	}
+
+	st = blk_execute_rq(req, sg->at_head);
+	if (st == BLK_STS_NOTSUPP)
+		err = -EOPNOTSUPP;
+	else if (st)
+		err = -EIO;
+out_unmap:
+	if (user_data && bio) {
+		err2 = blk_rq_unmap_user(bio);
+		if (!err)
+			err = err2;
+	}
+out_free:
+	blk_mq_free_request(req);
+	return err;
+}
+
+/* A translated command's device I/O (vbblk_scsi.c). */
+int vbblk_sg_dev_io(struct vbblk_sg *sg, u32 type, sector_t sector,
+		    void *kbuf, unsigned int len, bool user_data)
+{
+	bool out = type == VIRTIO_BLK_T_OUT || type == VIRTIO_BLK_T_DISCARD ||
+		   type == VIRTIO_BLK_T_WRITE_ZEROES;
+
+	return vbblk_sg_exec(sg, type, sector, kbuf, len, user_data, out,
+			     NULL);
+}
+
+/*
+ * The CDB as VIRTIO_BLK_T_SCSI_CMD. -EOPNOTSUPP: the device has no SCSI
+ * behind it; translate instead.
+ */
+static int vbblk_sg_passthrough(struct vbblk_sg *sg)
+{
+	struct vbblk_scsi_io *io = sg->io;
+	bool out = sg->dxfer_dir == SG_DXFER_TO_DEV;
+	u32 errors;
+	int err;
+
+	memset(io->sense, 0, sizeof(io->sense));
+	memset(&io->inhdr, 0, sizeof(io->inhdr));
+	err = vbblk_sg_exec(sg, VIRTIO_BLK_T_SCSI_CMD, 0, NULL, sg->dxfer_len,
+			    true, out, io);
+	if (err == -EIO) {
+		/* The transport failed, not the command. */
+		sg->host_status = DID_ERROR;
+		return 0;
+	}
+	if (err)
+		return err;
+
+	/* Legacy only, so the device used the guest's byte order. */
+	errors = __virtio32_to_cpu(virtio_legacy_is_little_endian(),
+				   io->inhdr.errors);
+	sg->status = errors & 0xff;
+	sg->msg_status = (errors >> 8) & 0xff;
+	sg->host_status = (errors >> 16) & 0xff;
+	sg->driver_status = (errors >> 24) & 0xff;
+	sg->resid = min(__virtio32_to_cpu(virtio_legacy_is_little_endian(),
+					  io->inhdr.residual), sg->dxfer_len);
+	sg->sense_len = min_t(u32, VBBLK_SENSE_BYTES,
+			      __virtio32_to_cpu(virtio_legacy_is_little_endian(),
+						io->inhdr.sense_len));
+	return 0;
+}
+
+/* Fixed-format sense data: CHECK CONDITION with @key/@asc/@ascq. */
+void vbblk_scsi_set_sense(struct vbblk_sg *sg, u8 key, u8 asc, u8 ascq)
+{
+	u8 *s = sg->io->sense;
+
+	memset(s, 0, 18);
+	s[0] = 0x70;		/* current error, fixed format */
+	s[2] = key;
+	s[7] = 10;		/* additional sense length */
+	s[12] = asc;
+	s[13] = ascq;
+	sg->sense_len = 18;
+	sg->status = SAM_STAT_CHECK_CONDITION;
+}
+
+/* Check the header and the caller's right to send this command. */
+static int vbblk_sg_prepare(struct vbblk_sg *sg, struct sg_io_hdr *hdr,
+			    vbblk_open_mode_t mode, bool *write_cmd)
+{
+	struct vbblk *vblk = sg->vblk;
+	struct iovec *vec = NULL;
+	struct iov_iter iter;
+	ssize_t total;
+
+	if (hdr->interface_id != SG_INTERFACE_ID_ORIG)
+		return -EINVAL;
+	if (hdr->cmd_len < 6 || hdr->cmd_len > VBBLK_CDB_MAX || !hdr->cmdp)
+		return -EINVAL;
+	if (hdr->dxfer_len > vbblk_sg_max_bytes(vblk))
+		return -EINVAL;
+	if (hdr->dxfer_len) {
+		switch (hdr->dxfer_direction) {
+		case SG_DXFER_TO_DEV:
+		case SG_DXFER_FROM_DEV:
+		case SG_DXFER_TO_FROM_DEV:
+			break;
+		default:
+			return -EINVAL;
+		}
+	}
+	if (copy_from_user(sg->io->cdb, hdr->cmdp, hdr->cmd_len))
+		return -EFAULT;
+	sg->io->cdb_len = hdr->cmd_len;
+
+	switch (vbblk_scsi_access(sg->io->cdb[0])) {
+	case VBBLK_SCSI_READ:
+		*write_cmd = false;
+		break;
+	case VBBLK_SCSI_WRITE:
+		if (!(mode & VBBLK_OPEN_WRITE))
+			return -EPERM;
+		*write_cmd = true;
+		break;
+	default:
+		if (!capable(CAP_SYS_RAWIO))
+			return -EPERM;
+		*write_cmd = false;
+		break;
+	}
+
+	sg->dxferp = hdr->dxferp;
+	sg->dxfer_len = hdr->dxfer_len;
+	/* SG_DXFER_TO_FROM_DEV is a read into a buffer that was copied in. */
+	sg->dxfer_dir = hdr->dxfer_len ? hdr->dxfer_direction : SG_DXFER_NONE;
+	if (sg->dxfer_dir == SG_DXFER_TO_FROM_DEV)
+		sg->dxfer_dir = SG_DXFER_FROM_DEV;
+	sg->at_head = hdr->flags & SG_FLAG_Q_AT_HEAD;
+
+	sg->timeout = msecs_to_jiffies(hdr->timeout);
+	if (!sg->timeout)
+		sg->timeout = READ_ONCE(vblk->sg_timeout);
+	if (!sg->timeout)
+		sg->timeout = BLK_DEFAULT_SG_TIMEOUT;
+	sg->timeout = max_t(unsigned int, sg->timeout, BLK_MIN_SG_TIMEOUT);
+
+	/* With an iovec the shorter of it and dxfer_len is the buffer. */
+	if (hdr->iovec_count && sg->dxfer_len) {
+		total = import_iovec(ITER_DEST, hdr->dxferp, hdr->iovec_count,
+				     0, &vec, &iter);
+		if (total < 0)
+			return total;
+		kfree(vec);
+		sg->iovec_count = hdr->iovec_count;
+		sg->dxfer_len = min_t(size_t, sg->dxfer_len, total);
+		if (!sg->dxfer_len)
+			sg->dxfer_dir = SG_DXFER_NONE;
+	}
+	return 0;
+}
+
+static int vbblk_sg_io(struct block_device *bdev, vbblk_open_mode_t mode,
+		       struct sg_io_hdr __user *uhdr)
+{
+	struct vbblk *vblk = bdev->bd_disk->private_data;
+	struct vbblk_sg sg = { .vblk = vblk };
+	struct sg_io_hdr hdr;
+	unsigned long start;
+	bool write_cmd;
+	int err;
+
+	if (copy_from_user(&hdr, uhdr, sizeof(hdr)))
+		return -EFAULT;
+	sg.io = kzalloc(sizeof(*sg.io), GFP_KERNEL);
+	if (!sg.io)
+		return -ENOMEM;
+	err = vbblk_sg_prepare(&sg, &hdr, mode, &write_cmd);
+	if (err)
+		goto out;
+
+	sg.read_only = bdev_read_only(bdev);
+	start = jiffies;
+	if (write_cmd && sg.read_only) {
+		/* As a write-protected disk answers; nothing is sent. */
+		vbblk_scsi_set_sense(&sg, DATA_PROTECT, 0x27, 0x00);
+		err = 0;
+	} else {
+		err = -EOPNOTSUPP;
+		if (vblk->scsi_passthrough)
+			err = vbblk_sg_passthrough(&sg);
+		if (err == -EOPNOTSUPP)
+			err = vbblk_scsi_translate(&sg);
+	}
+	if (err)
+		goto out;
+
+	hdr.duration = jiffies_to_msecs(jiffies - start);
+	hdr.status = sg.status;
+	hdr.masked_status = (sg.status >> 1) & 0x7f;
+	hdr.msg_status = sg.msg_status;
+	hdr.host_status = sg.host_status;
+	hdr.driver_status = sg.driver_status;
+	if (sg.status == SAM_STAT_CHECK_CONDITION && sg.sense_len)
+		hdr.driver_status |= VBBLK_DRIVER_SENSE;
+	hdr.info = 0;
+	if (hdr.masked_status || hdr.host_status || hdr.driver_status)
+		hdr.info |= SG_INFO_CHECK;
+	hdr.resid = sg.resid;
+	hdr.sb_len_wr = 0;
+	if (sg.sense_len && hdr.sbp && hdr.mx_sb_len) {
+		unsigned int n = min_t(unsigned int, hdr.mx_sb_len,
+				       sg.sense_len);
+
+		if (copy_to_user(hdr.sbp, sg.io->sense, n)) {
+			err = -EFAULT;
+			goto out;
+		}
+		hdr.sb_len_wr = n;
+	}
+	if (copy_to_user(uhdr, &hdr, sizeof(hdr)))
+		err = -EFAULT;
+out:
+	kfree(sg.io);
+	return err;
+}
+
+int vbblk_ioctl(struct block_device *bdev, vbblk_open_mode_t mode,
+		unsigned int cmd, unsigned long arg)
+{
+	struct vbblk *vblk = bdev->bd_disk->private_data;
+	void __user *argp = (void __user *)arg;
+	int val;
+
+	/* A SCSI command addresses the whole disk, not the partition. */
+	if (bdev_is_partition(bdev) && !capable(CAP_SYS_RAWIO))
+		return -ENOTTY;
+
+	switch (cmd) {
+	case SG_IO:
+		return vbblk_sg_io(bdev, mode, argp);
+	case SG_GET_VERSION_NUM:
+		return put_user(VBBLK_SG_VERSION, (int __user *)argp);
+	case SG_EMULATED_HOST:
+		return put_user(1, (int __user *)argp);
+	case SG_GET_TIMEOUT:
+		/* The value is the return value, in USER_HZ, as sg does. */
+		return jiffies_to_clock_t(READ_ONCE(vblk->sg_timeout));
+	case SG_SET_TIMEOUT:
+		if (get_user(val, (int __user *)argp))
+			return -EFAULT;
+		if (val < 0)
+			return -EINVAL;
+		WRITE_ONCE(vblk->sg_timeout, clock_t_to_jiffies(val));
+		return 0;
+	case SG_GET_RESERVED_SIZE:
+		return put_user(READ_ONCE(vblk->sg_reserved),
+				(int __user *)argp);
+	case SG_SET_RESERVED_SIZE:
+		if (get_user(val, (int __user *)argp))
+			return -EFAULT;
+		if (val < 0)
+			return -EINVAL;
+		WRITE_ONCE(vblk->sg_reserved,
+			   min_t(unsigned int, val, vbblk_sg_max_bytes(vblk)));
+		return 0;
+	case SCSI_IOCTL_GET_IDLUN:
+		/* host = disk index; channel, target and LUN 0 */
+		if (put_user((vblk->index & 0xff) << 24,
+			     (u32 __user *)argp) ||
+		    put_user(vblk->index, (u32 __user *)argp + 1))
+			return -EFAULT;
+		return 0;
+	case SCSI_IOCTL_GET_BUS_NUMBER:
+		return put_user(vblk->index, (int __user *)argp);
+	default:
+		return -ENOTTY;
+	}
+}
