@@ -58,6 +58,7 @@ extern unsigned int vbblk_queue_depth;
 extern bool vbblk_batch;
 extern unsigned int vbblk_batch_max_bios;
 extern unsigned int vbblk_batch_max_kb;
+extern bool vbblk_debug_skip_fua_flush;
 
 /* Per-disk counters, exact once I/O is idle: /sys/block/vdX/vbblk/. */
 enum vbblk_stat {
@@ -78,6 +79,7 @@ enum vbblk_stat {
 	VBBLK_STAT_RING_FULL_WAITS,	/* submitter slept for a free command */
 	VBBLK_STAT_PARKED,		/* commands parked on a full ring */
 	VBBLK_STAT_NOWAIT_EAGAIN,	/* REQ_NOWAIT bios ended with EAGAIN */
+	VBBLK_STAT_RETRIED,		/* failed batches/merged requests retried bio by bio */
 	VBBLK_NR_STATS,
 };
 
@@ -244,6 +246,7 @@ blk_status_t vbblk_status(const struct vbblk_iohdr *hdr);
  */
 struct vbblk_cmd {
 	struct vbblk_iohdr hdr;
+	bool retry;			/* failed merged request: bio by bio */
 	u32 drv_type;
 	sector_t drv_sector;
 	struct vbblk_scsi_io *scsi;
@@ -269,6 +272,8 @@ struct vbblk_bio_cmd {
 	unsigned long start_time;	/* I/O accounting */
 	u8 stage;			/* flush emulation step */
 	bool postflush;			/* FUA: flush after the data */
+	bool retrying;			/* failed batch: one bio at a time */
+	struct bio *retry;		/* bios still to retry, by bi_next */
 	struct list_head park;
 	struct llist_node free_node;	/* on vq->free_cmds */
 	struct virtio_blk_discard_write_zeroes range;
@@ -283,6 +288,8 @@ void vbblk_bio_drain(struct vbblk *vblk);
 void vbblk_bio_end_cmd(struct vbblk_iohdr *hdr);
 void vbblk_bio_vq_done(struct vbblk_vq *vq);
 unsigned int vbblk_bio_segs(struct vbblk *vblk, struct bio *bio);
+unsigned int vbblk_bio_map(struct request_queue *q, struct bio *bio,
+			   struct scatterlist *sg);
 struct vbblk_bio_cmd *vbblk_bio_cmd_alloc(struct vbblk *vblk,
 					  struct vbblk_vq *vq, struct bio *bio);
 void vbblk_cmd_add_bio(struct vbblk_bio_cmd *cmd, struct bio *bio,

@@ -50,6 +50,7 @@ VBBLK_STAT_ATTR(plug_deferred, VBBLK_STAT_PLUG_DEFERRED);
 VBBLK_STAT_ATTR(ring_full_waits, VBBLK_STAT_RING_FULL_WAITS);
 VBBLK_STAT_ATTR(parked, VBBLK_STAT_PARKED);
 VBBLK_STAT_ATTR(nowait_eagain, VBBLK_STAT_NOWAIT_EAGAIN);
+VBBLK_STAT_ATTR(retried, VBBLK_STAT_RETRIED);
 
 static struct attribute *vbblk_stats_attrs[] = {
 	&vbblk_stat_attr_bios.attr.attr,
@@ -69,6 +70,7 @@ static struct attribute *vbblk_stats_attrs[] = {
 	&vbblk_stat_attr_ring_full_waits.attr.attr,
 	&vbblk_stat_attr_parked.attr.attr,
 	&vbblk_stat_attr_nowait_eagain.attr.attr,
+	&vbblk_stat_attr_retried.attr.attr,
 	NULL,
 };
 

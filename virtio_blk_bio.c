@@ -38,10 +38,10 @@ enum vbblk_stage {
  * segments when it splits (bio_split_to_limits): each multi-page bvec in
  * pieces of at most max_segment_size that do not cross the segment
  * boundary. So a split bio never needs more entries than max_segments.
- * With @sg NULL, only count.
+ * With @sg NULL, only count. @sg's table must end where the entries do.
  */
-static unsigned int vbblk_bio_map(struct request_queue *q, struct bio *bio,
-				  struct scatterlist *sg)
+unsigned int vbblk_bio_map(struct request_queue *q, struct bio *bio,
+			   struct scatterlist *sg)
 {
 	unsigned long mask = queue_segment_boundary(q);
 	unsigned int max_seg = queue_max_segment_size(q);
@@ -59,9 +59,11 @@ static unsigned int vbblk_bio_map(struct request_queue *q, struct bio *bio,
 						 min_t(unsigned long, max_seg,
 						       mask - (pa & mask) + 1));
 
+			/* sg_next(): the table may be chained (request path). */
 			if (sg) {
-				sg_set_page(&sg[n], page + (off >> PAGE_SHIFT),
-					    len, offset_in_page(off));
+				sg_set_page(sg, page + (off >> PAGE_SHIFT), len,
+					    offset_in_page(off));
+				sg = sg_next(sg);
 			}
 			n++;
 			off += len;
@@ -110,6 +112,8 @@ static void vbblk_cmd_init(struct vbblk_bio_cmd *cmd)
 	cmd->start_time = 0;
 	cmd->stage = 0;
 	cmd->postflush = false;
+	cmd->retrying = false;
+	cmd->retry = NULL;
 	INIT_LIST_HEAD(&cmd->park);
 }
 
@@ -170,23 +174,35 @@ static void vbblk_bio_cmd_free(struct vbblk_bio_cmd *cmd)
 		wake_up(&vq->wait);
 }
 
-static void vbblk_bio_cmd_end(struct vbblk_bio_cmd *cmd, blk_status_t st)
+static void vbblk_bio_end_chain(struct bio *bio, blk_status_t st)
 {
-	struct vbblk *vblk = cmd->vq->vblk;
-	struct bio *bio, *next;
+	struct bio *next;
 
-	if (cmd->start_time)
-		bdev_end_io_acct(vblk->disk->part0, bio_op(cmd->bio),
-				 cmd->start_time);
-
-	for (bio = cmd->bio; bio; bio = next) {
+	for (; bio; bio = next) {
 		next = bio->bi_next;
 		bio->bi_next = NULL;
 		if (st)
 			bio->bi_status = st;
 		bio_endio(bio);
 	}
+}
+
+/* Accounting and the command back to its queue; its bios have ended. */
+static void vbblk_bio_cmd_finish(struct vbblk_bio_cmd *cmd, enum req_op op)
+{
+	if (cmd->start_time)
+		bdev_end_io_acct(cmd->vq->vblk->disk->part0, op,
+				 cmd->start_time);
 	vbblk_bio_cmd_free(cmd);
+}
+
+static void vbblk_bio_cmd_end(struct vbblk_bio_cmd *cmd, blk_status_t st)
+{
+	enum req_op op = bio_op(cmd->bio);
+
+	vbblk_bio_end_chain(cmd->bio, st);
+	vbblk_bio_end_chain(cmd->retry, st);
+	vbblk_bio_cmd_finish(cmd, op);
 }
 
 /* Put the command's current stage on the ring. Caller holds vq->lock. */
@@ -369,14 +385,58 @@ static bool vbblk_bio_next_stage(struct vbblk_bio_cmd *cmd)
 	return false;
 }
 
+/*
+ * Send the next bio of a failed batch on its own, reusing the command.
+ * False when none is left.
+ */
+static bool vbblk_bio_retry_next(struct vbblk_bio_cmd *cmd)
+{
+	struct vbblk *vblk = cmd->vq->vblk;
+	u32 type = virtio32_to_cpu(vblk->vdev, cmd->hdr.out.type);
+	struct bio *bio = cmd->retry;
+
+	if (!bio)
+		return false;
+	cmd->retry = bio->bi_next;
+	cmd->bio = NULL;
+	cmd->tail = NULL;
+	cmd->nr_bios = 0;
+	cmd->nr_segs = 0;
+	cmd->bytes = 0;
+	vbblk_cmd_add_bio(cmd, bio, vbblk_bio_segs(vblk, bio));
+	vbblk_iohdr_init(vblk, &cmd->hdr, type, bio->bi_iter.bi_sector);
+	vbblk_bio_cmd_dispatch(cmd, false);
+	return true;
+}
+
 /* One command came back (interrupt context, no lock held). */
 void vbblk_bio_end_cmd(struct vbblk_iohdr *hdr)
 {
 	struct vbblk_bio_cmd *cmd = container_of(hdr, struct vbblk_bio_cmd, hdr);
 	blk_status_t st = vbblk_status(hdr);
+	enum req_op op;
 
 	if (!st && vbblk_bio_next_stage(cmd)) {
 		vbblk_bio_cmd_dispatch(cmd, false);
+		return;
+	}
+	/*
+	 * A batch carries other submitters' bios: if it fails, send its bios
+	 * again one by one, so that only those on bad sectors fail.
+	 */
+	if (unlikely(st == BLK_STS_IOERR && cmd->nr_bios > 1 &&
+		     !cmd->retrying)) {
+		vbblk_stat_inc(cmd->vq->vblk, VBBLK_STAT_RETRIED);
+		cmd->retrying = true;
+		cmd->retry = cmd->bio;
+		vbblk_bio_retry_next(cmd);
+		return;
+	}
+	if (unlikely(cmd->retrying)) {
+		op = bio_op(cmd->bio);
+		vbblk_bio_end_chain(cmd->bio, st);
+		if (!vbblk_bio_retry_next(cmd))
+			vbblk_bio_cmd_finish(cmd, op);
 		return;
 	}
 	vbblk_bio_cmd_end(cmd, st);
@@ -426,7 +486,8 @@ static void vbblk_bio_submit_flush(struct vbblk *vblk, struct bio *bio)
 		return;
 	vbblk_cmd_add_bio(cmd, bio,
 			  bio->bi_iter.bi_size ? vbblk_bio_segs(vblk, bio) : 0);
-	cmd->postflush = (bio->bi_opf & REQ_FUA) && cmd->bytes;
+	cmd->postflush = (bio->bi_opf & REQ_FUA) && cmd->bytes &&
+			 !READ_ONCE(vbblk_debug_skip_fua_flush);
 
 	if (bio->bi_opf & REQ_PREFLUSH) {
 		cmd->stage = VBBLK_STAGE_PREFLUSH;

@@ -6,6 +6,7 @@
  */
 #include <linux/hdreg.h>
 #include <linux/idr.h>
+#include <linux/log2.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/virtio_config.h>
@@ -103,14 +104,50 @@ VBBLK_UINT_PARAM(queue_depth, vbblk_queue_depth, 1, VBBLK_MAX_DEPTH, 0444,
 VBBLK_UINT_PARAM(poll_queues, vbblk_poll_queues, 0, VBBLK_MAX_POLL_QUEUES, 0444,
 		 "Virtqueues without interrupts for polled I/O (io_uring IOPOLL, fio hipri), 0..64; taken from the device's queues, leaving at least one for interrupts (default: 0)");
 
+/*
+ * Booleans, strictly: the kernel's own parser takes any word starting with
+ * y, n, 1 or 0 ("yes2" is true), too loose for a switch that can lose data.
+ */
+static int vbblk_bool_set(const char *val, const struct kernel_param *kp)
+{
+	static const char * const on[] = { "1", "y", "Y", "yes", "on", "true" };
+	static const char * const off[] = { "0", "n", "N", "no", "off", "false" };
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(on); i++) {
+		if (sysfs_streq(val, on[i]) || sysfs_streq(val, off[i])) {
+			WRITE_ONCE(*(bool *)kp->arg, sysfs_streq(val, on[i]));
+			return 0;
+		}
+	}
+	pr_err("%s=%s is not valid: use 1/0, y/n, yes/no, on/off or true/false\n",
+	       kp->name, val);
+	return -EINVAL;
+}
+
+static const struct kernel_param_ops vbblk_bool_ops = {
+	.set = vbblk_bool_set,
+	.get = param_get_bool,
+};
+
 /* Batching bounds may change at run time; a batch reads them as it grows. */
-module_param_named(batch, vbblk_batch, bool, 0644);
+module_param_cb(batch, &vbblk_bool_ops, &vbblk_batch, 0644);
 MODULE_PARM_DESC(batch,
 		 "bio mode: merge contiguous bios of one CPU into one command (default: Y)");
 VBBLK_UINT_PARAM(batch_max_bios, vbblk_batch_max_bios, 1, 256, 0644,
 		 "bio mode: most bios in one batched command, 1..256 (default: 64)");
 VBBLK_UINT_PARAM(batch_max_kb, vbblk_batch_max_kb, 1, 4096, 0444,
 		 "bio mode: most KiB in one batched command, 1..4096, capped by the queue's max_sectors_kb at probe (default: 512)");
+
+/*
+ * Breaks durability on purpose, so the power-cut test can show it catches
+ * a missing flush (tests/lib/powercut.py). Never set it for real use.
+ */
+bool vbblk_debug_skip_fua_flush;
+module_param_cb(debug_skip_fua_flush, &vbblk_bool_ops,
+		&vbblk_debug_skip_fua_flush, 0644);
+MODULE_PARM_DESC(debug_skip_fua_flush,
+		 "DEBUG, loses data on power loss: bio mode completes FUA writes without their flush (default: N)");
 
 /* ---- Disk naming ---- */
 
@@ -354,6 +391,22 @@ static void vbblk_update_capacity(struct vbblk *vblk, bool resize)
 
 	/* The config field counts 512-byte sectors whatever the block size. */
 	virtio_cread(vdev, struct virtio_blk_config, capacity, &capacity);
+	/*
+	 * Device-provided: more sectors than a byte offset can address would
+	 * wrap every size computation; a tail short of one logical block is
+	 * unaddressable. Both are cut off, with a word.
+	 */
+	if (capacity > (U64_MAX >> SECTOR_SHIFT) / 2) {
+		dev_warn(&vdev->dev, "capacity %llu sectors is too large, using %llu\n",
+			 capacity, (U64_MAX >> SECTOR_SHIFT) / 2);
+		capacity = (U64_MAX >> SECTOR_SHIFT) / 2;
+	}
+	if (capacity & ((queue_logical_block_size(vblk->disk->queue) >> SECTOR_SHIFT) - 1)) {
+		dev_warn(&vdev->dev, "capacity %llu is not a whole number of logical blocks\n",
+			 capacity);
+		capacity = round_down(capacity,
+				      queue_logical_block_size(vblk->disk->queue) >> SECTOR_SHIFT);
+	}
 
 	dev_notice(&vdev->dev, "[%s] %s%llu 512-byte logical blocks (%llu MiB)\n",
 		   vblk->disk->disk_name, resize ? "new size: " : "",
@@ -411,7 +464,7 @@ static unsigned int vbblk_wanted_vqs(struct virtio_device *vdev,
 
 	if (virtio_has_feature(vdev, VIRTIO_BLK_F_MQ))
 		virtio_cread(vdev, struct virtio_blk_config, num_queues, &n);
-	if (!n)
+	if (!n)		/* device-provided: 0 queues still means one */
 		n = 1;
 	poll = min_t(unsigned int, vbblk_poll_queues, n - 1);
 	io = min3(n - poll, vbblk_num_queues, nr_cpu_ids);
@@ -428,18 +481,29 @@ static int vbblk_set_limits(struct vbblk *vblk, struct request_queue *q)
 	u16 min_io;
 	int err;
 
-	/* Segments: seg_max, and never more descriptors than the ring has. */
+	/*
+	 * Segments: seg_max (device-provided; 0 means one), and never more
+	 * descriptors than the ring has: header and status take two, so a
+	 * ring of two cannot carry data at all.
+	 */
 	err = virtio_cread_feature(vdev, VIRTIO_BLK_F_SEG_MAX,
 				   struct virtio_blk_config, seg_max, &sg_elems);
 	if (err || !sg_elems)
 		sg_elems = 1;
-	if (!virtio_has_feature(vdev, VIRTIO_RING_F_INDIRECT_DESC))
-		sg_elems = min(sg_elems,
-			       virtqueue_get_vring_size(vblk->vqs[0].vq) - 2);
+	if (!virtio_has_feature(vdev, VIRTIO_RING_F_INDIRECT_DESC)) {
+		v = virtqueue_get_vring_size(vblk->vqs[0].vq);
+		if (v < 3) {
+			dev_err(&vdev->dev, "a ring of %u descriptors cannot carry a request\n",
+				v);
+			return -EINVAL;
+		}
+		sg_elems = min(sg_elems, v - 2);
+	}
 	sg_elems = min_t(u32, sg_elems, USHRT_MAX);
 	vblk->sg_elems = sg_elems;
 	blk_queue_max_segments(q, sg_elems);
 
+	/* size_max 0 says nothing; the block layer raises tiny ones to a page. */
 	size_max = virtio_max_dma_size(vdev);
 	if (!virtio_cread_feature(vdev, VIRTIO_BLK_F_SIZE_MAX,
 				  struct virtio_blk_config, size_max, &v) && v)
@@ -483,7 +547,15 @@ static int vbblk_set_limits(struct vbblk *vblk, struct request_queue *q)
 		blk_queue_max_discard_sectors(q, v ? v : UINT_MAX);
 		virtio_cread(vdev, struct virtio_blk_config,
 			     discard_sector_alignment, &v);
-		q->limits.discard_granularity = v ? v << SECTOR_SHIFT : lbs;
+		/*
+		 * Device-provided: 0 or absurd (no u32 byte count, under a
+		 * block) means lbs; the block layer rounds with power-of-2
+		 * masks, so anything else is rounded down to one.
+		 */
+		q->limits.discard_granularity =
+			v && v <= (U32_MAX >> SECTOR_SHIFT) &&
+			(v << SECTOR_SHIFT) >= lbs ?
+			rounddown_pow_of_two(v << SECTOR_SHIFT) : lbs;
 		virtio_cread(vdev, struct virtio_blk_config,
 			     max_discard_seg, &v);
 		blk_queue_max_discard_segments(q,

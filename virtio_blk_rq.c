@@ -79,6 +79,7 @@ static blk_status_t vbblk_rq_setup(struct vbblk *vblk, struct request *req,
 				   struct vbblk_cmd *cmd, int *nents)
 {
 	sector_t sector = blk_rq_pos(req);
+	unsigned int segs;
 	blk_status_t st;
 	u32 type;
 
@@ -92,6 +93,9 @@ static blk_status_t vbblk_rq_setup(struct vbblk *vblk, struct request *req,
 	}
 	if (type == VIRTIO_BLK_T_FLUSH)
 		sector = 0;
+	/* Retrying a failed merged request: only its first remaining bio. */
+	if (unlikely(cmd->retry))
+		sector = req->bio->bi_iter.bi_sector;
 
 	vbblk_iohdr_init(vblk, &cmd->hdr, type, sector);
 	cmd->hdr.kind = VBBLK_KIND_RQ;
@@ -106,16 +110,21 @@ static blk_status_t vbblk_rq_setup(struct vbblk *vblk, struct request *req,
 	}
 
 	*nents = 0;
-	if (!blk_rq_nr_phys_segments(req))
+	segs = cmd->retry ? vbblk_bio_map(req->q, req->bio, NULL) :
+			    blk_rq_nr_phys_segments(req);
+	if (!segs)
 		return BLK_STS_OK;
 
 	cmd->sg_table.sgl = cmd->sg;
-	if (sg_alloc_table_chained(&cmd->sg_table, blk_rq_nr_phys_segments(req),
-				   cmd->sg_table.sgl, VBBLK_INLINE_SG)) {
+	if (sg_alloc_table_chained(&cmd->sg_table, segs, cmd->sg_table.sgl,
+				   VBBLK_INLINE_SG)) {
 		vbblk_rq_free_ranges(req);
 		return BLK_STS_RESOURCE;
 	}
-	*nents = blk_rq_map_sg(req->q, req, cmd->sg_table.sgl);
+	if (unlikely(cmd->retry))
+		*nents = vbblk_bio_map(req->q, req->bio, cmd->sg_table.sgl);
+	else
+		*nents = blk_rq_map_sg(req->q, req, cmd->sg_table.sgl);
 	return BLK_STS_OK;
 }
 
@@ -183,12 +192,50 @@ static void vbblk_commit_rqs(struct blk_mq_hw_ctx *hctx)
 	vbblk_vq_kick(vbblk_hctx_vq(hctx));
 }
 
+/* A merged read or write may carry bios of several submitters. */
+static bool vbblk_rq_may_retry(struct request *req)
+{
+	return (req_op(req) == REQ_OP_READ || req_op(req) == REQ_OP_WRITE) &&
+	       req->bio != req->biotail && !(req->rq_flags & RQF_FLUSH_SEQ);
+}
+
+/*
+ * A failed merged request is sent again one bio at a time (requeued, its
+ * first remaining bio each time), so that only the bios on bad sectors
+ * fail, as if they had never been merged.
+ */
 static void vbblk_rq_complete(struct request *req)
 {
 	struct vbblk_cmd *cmd = blk_mq_rq_to_pdu(req);
+	blk_status_t st = vbblk_status(&cmd->hdr);
 
 	vbblk_rq_unmap(req, cmd);
-	blk_mq_end_request(req, vbblk_status(&cmd->hdr));
+	if (unlikely(cmd->retry)) {
+		if (blk_update_request(req, st, req->bio->bi_iter.bi_size)) {
+			blk_mq_requeue_request(req, true);
+			return;
+		}
+		cmd->retry = false;
+		__blk_mq_end_request(req, st);
+		return;
+	}
+	if (unlikely(st == BLK_STS_IOERR && vbblk_rq_may_retry(req))) {
+		vbblk_stat_inc(((struct vbblk *)req->q->queuedata), VBBLK_STAT_RETRIED);
+		cmd->retry = true;
+		blk_mq_requeue_request(req, true);
+		return;
+	}
+	blk_mq_end_request(req, st);
+}
+
+/* Every request starts as not being retried; completion keeps it so. */
+static int vbblk_init_request(struct blk_mq_tag_set *set, struct request *req,
+			      unsigned int hctx_idx, unsigned int numa_node)
+{
+	struct vbblk_cmd *cmd = blk_mq_rq_to_pdu(req);
+
+	cmd->retry = false;
+	return 0;
 }
 
 /* Called from the virtqueue interrupt with the command off the ring. */
@@ -234,6 +281,7 @@ static const struct blk_mq_ops vbblk_mq_ops = {
 	.queue_rq	= vbblk_queue_rq,
 	.commit_rqs	= vbblk_commit_rqs,
 	.complete	= vbblk_rq_complete,
+	.init_request	= vbblk_init_request,
 	.map_queues	= vbblk_map_queues,
 	.poll		= vbblk_poll,
 };

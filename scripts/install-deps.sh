@@ -10,6 +10,7 @@ PKGS=(
 	fio busybox-static cpio kmod e2fsprogs util-linux
 	sparse python3 gcc make libc6-dev bc bison flex libelf-dev
 	coreutils findutils python3-matplotlib sg3-utils
+	nbdkit nbdkit-plugin-dev
 )
 
 SUDO=

@@ -3,7 +3,7 @@
 
 Contents: busybox-static (+ applet links), fio, e2fsprogs, util-linux
 blkdiscard/blockdev/fallocate, kmod (modprobe/insmod/rmmod/lsmod/modinfo),
-sg3-utils, vbtool, sgfuzz and vbmark (static, from tests/tools/ and bench/tools/),
+sg3-utils, vbtool, sgfuzz, pcrec and vbmark (static, from tests/tools/ and bench/tools/),
 the guest kernel's virtio,
 ext4, 9p and null_blk modules (+ depmod data), vbblk.ko (if present) in
 /lib/modules/<ver>/extra, the guest test scripts (/tests), vbblk-bind.sh, /init.
@@ -141,6 +141,9 @@ def main():
     else:
         run(['gcc', '-static', '-O2', '-Wall', '-Wextra', '-Werror', '-o', vbtool,
              os.path.join(REPO, 'tests/tools/vbtool.c')])
+    # pcrec: the power-cut test's record writer and checker (static)
+    run(['gcc', '-static', '-O2', '-Wall', '-Wextra', '-Werror', '-o',
+         os.path.join(stage, 'usr/bin/pcrec'), os.path.join(REPO, 'tests/tools/pcrec.c')])
     # sgfuzz: random SG_IO commands (static)
     run(['gcc', '-static', '-O2', '-Wall', '-Wextra', '-Werror', '-o',
          os.path.join(stage, 'usr/bin/sgfuzz'), os.path.join(REPO, 'tests/tools/sgfuzz.c')])

@@ -1,5 +1,6 @@
-# load_unload: 50 load/unload cycles with a disk attached and some I/O in
-# between; rmmod is refused while ext4 is mounted and the fs keeps working.
+# load_unload: 100 load/unload cycles with a disk attached and some I/O in
+# between; rmmod is refused while I/O holds the disk open and while ext4 is
+# mounted, and succeeds once it is closed.
 . /tests/lib.sh
 modprobe ext4 || fail "modprobe ext4"
 drv_load
@@ -7,7 +8,7 @@ d=$(disk_by_serial LU-1)
 must vbtool fill /dev/$d 0 4M 1
 drv_unload
 wait_gone $d || fail "$d still present after rmmod"
-for i in $(seq 1 50); do
+for i in $(seq 1 100); do
 	drv_load
 	d=$(disk_by_serial LU-1 10) || fail "cycle $i: disk did not appear"
 	if [ $((i % 5)) -eq 0 ]; then
@@ -26,6 +27,19 @@ done
 drv_load
 d=$(disk_by_serial LU-1)
 must vbtool check /dev/$d 0 4M 1
+# rmmod during I/O: refused while the disk is open, fine after
+fio --name=open --filename=/dev/$d --rw=randread --bs=4k --size=16m --direct=1 \
+	--ioengine=libaio --iodepth=8 --time_based --runtime=4 > /tmp/open.out 2>&1 &
+pid=$!
+sleep 1
+mustfail rmmod $DRIVER
+drv_loaded || fail "module unloaded while fio had the disk open"
+wait $pid || { cat /tmp/open.out; fail "I/O failed around a refused rmmod"; }
+log "rmmod refused during I/O (good)"
+must rmmod $DRIVER
+wait_gone $d 5 || fail "$d still present after rmmod"
+drv_load
+d=$(disk_by_serial LU-1)
 must mkfs.ext4 -q -F /dev/$d
 mkdir -p /mnt/t
 must mount -t ext4 /dev/$d /mnt/t

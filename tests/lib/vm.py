@@ -38,9 +38,10 @@ CACHE_MODES = {  # mode: (cache.direct, cache.no-flush, device write-cache)
 class Disk:
     """One virtio-blk-pci disk.
 
-    backend: 'raw' (a file of `size` bytes in the image dir), 'null-co', or
+    backend: 'raw' (a file of `size` bytes in the image dir), 'null-co',
     'blkdebug' (raw format over blkdebug over a file; blkdebug_config = text of
-    its config file).  The top block node-name and the qdev id are both `id`
+    its config file), or 'nbd' (an NBD server listening on the unix socket
+    set as `path` by the caller).  The top block node-name and the qdev id are both `id`
     (a blkdebug disk also has nodes `<id>-dbg` and `<id>-file`).  `props` go verbatim to -device, e.g.
     {'num-queues': 2, 'queue-size': 256, 'discard': 'on', 'write-zeroes': 'on',
      'config-wce': 'on', 'logical_block_size': 4096, 'physical_block_size': 4096,
@@ -65,7 +66,7 @@ class Disk:
         self.path = None
 
     def create(self, imgdir):
-        if self.backend == 'null-co':
+        if self.backend in ('null-co', 'nbd'):
             return
         self.path = os.path.join(imgdir, '%s.img' % self.id)
         with open(self.path, 'wb') as f:
@@ -83,6 +84,10 @@ class Disk:
         if self.backend == 'null-co':
             args += ['-blockdev', 'driver=null-co,node-name=%s,size=%d,read-zeroes=on,read-only=%s'
                      % (self.id, self.size, ro)]
+        elif self.backend == 'nbd':
+            # an NBD server on a unix socket (self.path); flushes reach it
+            args += ['-blockdev', 'driver=nbd,node-name=%s,server.type=unix,server.path=%s,'
+                     'cache.no-flush=off,read-only=%s' % (self.id, self.path, ro)]
         else:
             fnode = self.id if self.backend == 'raw' else self.id + '-file'
             args += ['-blockdev', 'driver=file,node-name=%s,filename=%s,cache.direct=%s,'

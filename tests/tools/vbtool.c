@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -230,13 +231,69 @@ static int get_one(int fd, const struct geti *g, uint64_t *out)
 	return 0;
 }
 
+/*
+ * hostile: block ioctls with bad pointers, lengths and ranges. Each must
+ * fail with its errno (or succeed where noted) and leave the disk usable.
+ */
+static int expect(const char *what, int rc, int want_errno)
+{
+	int e = rc ? errno : 0;
+
+	if ((want_errno && (rc != -1 || e != want_errno)) || (!want_errno && rc)) {
+		printf("hostile: %s: rc %d errno %d (%s), expected %s\n", what, rc, e,
+		       strerror(e), want_errno ? strerror(want_errno) : "success");
+		return 1;
+	}
+	printf("hostile: ok: %s -> %s\n", what, want_errno ? strerror(want_errno) : "0");
+	return 0;
+}
+
+static int hostile(const char *dev)
+{
+	int fd = open_dev(dev, O_RDWR), bad = 0;
+	uint64_t size = 0, r[2];
+	void *unmapped;
+
+	unmapped = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	munmap(unmapped, 4096);
+	if (ioctl(fd, BLKGETSIZE64, &size))
+		die("BLKGETSIZE64 %s", dev);
+
+	bad += expect("HDIO_GETGEO NULL", ioctl(fd, HDIO_GETGEO, NULL), EINVAL);
+	bad += expect("HDIO_GETGEO unmapped", ioctl(fd, HDIO_GETGEO, unmapped), EFAULT);
+	bad += expect("BLKGETSIZE64 unmapped", ioctl(fd, BLKGETSIZE64, unmapped), EFAULT);
+	bad += expect("BLKDISCARD unmapped range", ioctl(fd, BLKDISCARD, unmapped), EFAULT);
+	r[0] = size; r[1] = 4096;
+	bad += expect("BLKDISCARD past the end", ioctl(fd, BLKDISCARD, r), EINVAL);
+	r[0] = size - 4096; r[1] = 8192;
+	bad += expect("BLKDISCARD across the end", ioctl(fd, BLKDISCARD, r), EINVAL);
+	r[0] = 1; r[1] = 4096;
+	bad += expect("BLKDISCARD unaligned start", ioctl(fd, BLKDISCARD, r), EINVAL);
+	r[0] = 0; r[1] = 100;
+	bad += expect("BLKDISCARD unaligned length", ioctl(fd, BLKDISCARD, r), EINVAL);
+	r[0] = size; r[1] = 4096;
+	bad += expect("BLKZEROOUT past the end", ioctl(fd, BLKZEROOUT, r), EINVAL);
+	r[0] = 512; r[1] = 1000;
+	bad += expect("BLKZEROOUT unaligned length", ioctl(fd, BLKZEROOUT, r), EINVAL);
+	r[0] = size; r[1] = 4096;
+	bad += expect("BLKSECDISCARD past the end", ioctl(fd, BLKSECDISCARD, r), EOPNOTSUPP);
+	r[0] = 0; r[1] = 4096;
+	bad += expect("BLKZEROOUT first 4 KiB", ioctl(fd, BLKZEROOUT, r), 0);
+	bad += expect("BLKFLSBUF", ioctl(fd, BLKFLSBUF, 0), 0);
+	bad += expect("unknown ioctl", ioctl(fd, _IO(0x12, 0xfe), 0), ENOTTY);
+	close(fd);
+	printf("hostile %s: %d unexpected\n", dev, bad);
+	return bad ? 1 : 0;
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
 		"usage: vbtool getgeo|info|getsize64|getss|getpbsz|getiomin|getioopt|getro|flush DEV\n"
 		"       vbtool discard|zeroout|secdiscard DEV OFFSET LEN\n"
 		"       vbtool fill|check DEV OFFSET LEN SEED\n"
-		"       vbtool iszero DEV OFFSET LEN\n");
+		"       vbtool iszero DEV OFFSET LEN\n"
+		"       vbtool hostile DEV   (bad block ioctls: each must get its errno)\n");
 	exit(2);
 }
 
@@ -299,6 +356,8 @@ int main(int argc, char **argv)
 		return do_pattern(dev, parse_size(argv[3]), parse_size(argv[4]),
 				  parse_size(argv[5]), !strcmp(cmd, "fill"));
 	}
+	if (!strcmp(cmd, "hostile"))
+		return hostile(dev);
 	if (!strcmp(cmd, "iszero")) {
 		if (argc != 5)
 			usage();
