@@ -31,7 +31,14 @@ must vbtool check /dev/$d 0 4M 1
 fio --name=open --filename=/dev/$d --rw=randread --bs=4k --size=16m --direct=1 \
 	--ioengine=libaio --iodepth=8 --time_based --runtime=4 > /tmp/open.out 2>&1 &
 pid=$!
-sleep 1
+# wait until fio is doing I/O, so the disk is surely open
+r0=$(awk '{print $1}' /sys/block/$d/stat)
+i=0
+while [ "$(awk '{print $1}' /sys/block/$d/stat)" = "$r0" ]; do
+	i=$((i + 1))
+	[ $i -lt 200 ] || { cat /tmp/open.out; fail "fio did no I/O in 20 s"; }
+	sleep 0.1
+done
 mustfail rmmod $DRIVER
 drv_loaded || fail "module unloaded while fio had the disk open"
 wait $pid || { cat /tmp/open.out; fail "I/O failed around a refused rmmod"; }
