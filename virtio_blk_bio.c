@@ -100,8 +100,8 @@ static struct vbblk_bio_cmd *vbblk_get_cmd(struct vbblk_vq *vq)
 	return llist_entry(node, struct vbblk_bio_cmd, free_node);
 }
 
-/* Every field a command reads before writing it; no memset. */
-static void vbblk_cmd_init(struct vbblk_bio_cmd *cmd)
+/* An empty bio chain: a new command, or one retrying its bios singly. */
+static void vbblk_cmd_clear_bios(struct vbblk_bio_cmd *cmd)
 {
 	cmd->bio = NULL;
 	cmd->tail = NULL;
@@ -109,6 +109,12 @@ static void vbblk_cmd_init(struct vbblk_bio_cmd *cmd)
 	cmd->nr_segs = 0;
 	cmd->bytes = 0;
 	cmd->end = 0;
+}
+
+/* Every field a command reads before writing it; no memset. */
+static void vbblk_cmd_init(struct vbblk_bio_cmd *cmd)
+{
+	vbblk_cmd_clear_bios(cmd);
 	cmd->start_time = 0;
 	cmd->stage = 0;
 	cmd->postflush = false;
@@ -398,11 +404,7 @@ static bool vbblk_bio_retry_next(struct vbblk_bio_cmd *cmd)
 	if (!bio)
 		return false;
 	cmd->retry = bio->bi_next;
-	cmd->bio = NULL;
-	cmd->tail = NULL;
-	cmd->nr_bios = 0;
-	cmd->nr_segs = 0;
-	cmd->bytes = 0;
+	vbblk_cmd_clear_bios(cmd);
 	vbblk_cmd_add_bio(cmd, bio, vbblk_bio_segs(vblk, bio));
 	vbblk_iohdr_init(vblk, &cmd->hdr, type, bio->bi_iter.bi_sector);
 	vbblk_bio_cmd_dispatch(cmd, false);

@@ -387,6 +387,9 @@ static const struct block_device_operations vbblk_bio_fops = {
 static void vbblk_update_capacity(struct vbblk *vblk, bool resize)
 {
 	struct virtio_device *vdev = vblk->vdev;
+	u64 max = (U64_MAX >> SECTOR_SHIFT) / 2;
+	unsigned int per_block =
+		queue_logical_block_size(vblk->disk->queue) >> SECTOR_SHIFT;
 	u64 capacity;
 
 	/* The config field counts 512-byte sectors whatever the block size. */
@@ -396,16 +399,15 @@ static void vbblk_update_capacity(struct vbblk *vblk, bool resize)
 	 * wrap every size computation; a tail short of one logical block is
 	 * unaddressable. Both are cut off, with a word.
 	 */
-	if (capacity > (U64_MAX >> SECTOR_SHIFT) / 2) {
+	if (capacity > max) {
 		dev_warn(&vdev->dev, "capacity %llu sectors is too large, using %llu\n",
-			 capacity, (U64_MAX >> SECTOR_SHIFT) / 2);
-		capacity = (U64_MAX >> SECTOR_SHIFT) / 2;
+			 capacity, max);
+		capacity = max;
 	}
-	if (capacity & ((queue_logical_block_size(vblk->disk->queue) >> SECTOR_SHIFT) - 1)) {
+	if (capacity & (per_block - 1)) {
 		dev_warn(&vdev->dev, "capacity %llu is not a whole number of logical blocks\n",
 			 capacity);
-		capacity = round_down(capacity,
-				      queue_logical_block_size(vblk->disk->queue) >> SECTOR_SHIFT);
+		capacity = round_down(capacity, per_block);
 	}
 
 	dev_notice(&vdev->dev, "[%s] %s%llu 512-byte logical blocks (%llu MiB)\n",

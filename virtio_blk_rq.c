@@ -207,6 +207,7 @@ static bool vbblk_rq_may_retry(struct request *req)
 static void vbblk_rq_complete(struct request *req)
 {
 	struct vbblk_cmd *cmd = blk_mq_rq_to_pdu(req);
+	struct vbblk *vblk = req->q->queuedata;
 	blk_status_t st = vbblk_status(&cmd->hdr);
 
 	vbblk_rq_unmap(req, cmd);
@@ -220,7 +221,7 @@ static void vbblk_rq_complete(struct request *req)
 		return;
 	}
 	if (unlikely(st == BLK_STS_IOERR && vbblk_rq_may_retry(req))) {
-		vbblk_stat_inc(((struct vbblk *)req->q->queuedata), VBBLK_STAT_RETRIED);
+		vbblk_stat_inc(vblk, VBBLK_STAT_RETRIED);
 		cmd->retry = true;
 		blk_mq_requeue_request(req, true);
 		return;
