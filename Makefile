@@ -4,7 +4,17 @@
 #   make                  build vbblk.ko against KDIR
 #   make W=1              with extra warnings (must stay clean)
 #   make check-style      sparse (C=2) + W=1 + checkpatch.pl; fails on findings
+#   make install          vbblk.ko into /lib/modules/<kernel>/updates, then depmod
+#   make uninstall        remove it again, then depmod
+#   make install-conf     modprobe.d options, udev rule, helpers (vbblk-bind,
+#                         vbblk-compare) and fio jobs (see README)
+#   make uninstall-conf   remove those (an edited /etc/vbblk/disks is kept)
+#   make dkms-install     register with DKMS, build and install for every kernel
+#                         that has headers; rebuilt on kernel upgrades
+#   make dkms-uninstall   remove from DKMS
 #   make clean
+#
+# Staging: INSTALL_MOD_PATH=DIR (modules) and DESTDIR=DIR (configuration).
 
 # Default headers: the running kernel's, else the newest Debian amd64 ones
 # (the guest kernel we test with is not the host's).
@@ -15,23 +25,98 @@ else
 KDIR ?= $(shell ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | sort -V | tail -n 1)
 endif
 
-VBBLK_VERSION ?= $(shell git -C $(CURDIR) describe --always --dirty --tags 2>/dev/null || echo unknown)
+# The release the headers belong to, i.e. the /lib/modules directory to use.
+KREL = $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' \
+	$(KDIR)/include/generated/utsrelease.h 2>/dev/null)
+
+# A source tree exported for DKMS carries its version in a VERSION file.
+VBBLK_VERSION ?= $(shell cat $(CURDIR)/VERSION 2>/dev/null || \
+	git -C $(CURDIR) describe --always --dirty --tags 2>/dev/null || echo unknown)
 export VBBLK_VERSION
+
+INSTALL_MOD_DIR ?= updates
+DEPMOD ?= /sbin/depmod
+DESTDIR ?=
+SBINDIR ?= /usr/local/sbin
+UDEVDIR ?= /etc/udev/rules.d
+UDEVLIBDIR ?= /usr/local/lib/udev
+DATADIR ?= /usr/local/share/vbblk
 
 all: modules
 
-modules:
+check-kdir:
 	@test -n "$(KDIR)" -a -d "$(KDIR)" || \
 		{ echo "no kernel headers found: install linux-headers-amd64 or set KDIR=" >&2; exit 1; }
+
+modules: check-kdir
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
 
-check-style:
-	scripts/check-style.sh
+# Debian's headers ask for module signing but carry no key: sign only when
+# the configured key is really there, instead of printing SSL errors.
+SIGN_KEY = $(shell sed -n 's/^CONFIG_MODULE_SIG_KEY="\(.*\)"/\1/p' $(KDIR)/.config 2>/dev/null)
+NO_SIGN = $(if $(wildcard $(KDIR)/$(SIGN_KEY) $(SIGN_KEY)),,CONFIG_MODULE_SIG_ALL=)
 
-clean:
+install: modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_DIR=$(INSTALL_MOD_DIR) $(NO_SIGN) \
+		modules_install
+	$(DEPMOD) $(if $(INSTALL_MOD_PATH),-b $(INSTALL_MOD_PATH)) -a $(KREL)
+
+uninstall: check-kdir
+	rm -f $(INSTALL_MOD_PATH)/lib/modules/$(KREL)/$(INSTALL_MOD_DIR)/vbblk.ko*
+	$(DEPMOD) $(if $(INSTALL_MOD_PATH),-b $(INSTALL_MOD_PATH)) -a $(KREL)
+
+# The disk list is the administrator's: never overwritten, kept on uninstall.
+install-conf:
+	install -D -m 0644 conf/vbblk.conf $(DESTDIR)/etc/modprobe.d/vbblk.conf
+	install -d $(DESTDIR)$(UDEVDIR) $(DESTDIR)$(UDEVLIBDIR) $(DESTDIR)$(SBINDIR)
+	sed 's#@UDEVLIBDIR@#$(UDEVLIBDIR)#' conf/60-vbblk.rules > $(DESTDIR)$(UDEVDIR)/60-vbblk.rules
+	install -m 0755 scripts/vbblk-bind.sh $(DESTDIR)$(SBINDIR)/vbblk-bind
+	install -m 0755 scripts/vbblk-compare.sh $(DESTDIR)$(SBINDIR)/vbblk-compare
+	install -d $(DESTDIR)$(DATADIR)/jobs
+	install -m 0644 bench/jobs/*.fio $(DESTDIR)$(DATADIR)/jobs/
+	sed 's#@SBINDIR@#$(SBINDIR)#' scripts/vbblk-udev.sh > $(DESTDIR)$(UDEVLIBDIR)/vbblk-udev
+	chmod 0755 $(DESTDIR)$(UDEVLIBDIR)/vbblk-udev
+	test -e $(DESTDIR)/etc/vbblk/disks || \
+		install -D -m 0644 conf/disks $(DESTDIR)/etc/vbblk/disks
+
+uninstall-conf:
+	rm -f $(DESTDIR)/etc/modprobe.d/vbblk.conf $(DESTDIR)$(UDEVDIR)/60-vbblk.rules \
+		$(DESTDIR)$(SBINDIR)/vbblk-bind $(DESTDIR)$(SBINDIR)/vbblk-compare \
+		$(DESTDIR)$(UDEVLIBDIR)/vbblk-udev
+	rm -rf $(DESTDIR)$(DATADIR)
+
+# DKMS wants the source in /usr/src/<name>-<version> with a dkms.conf that
+# names the version; a VERSION file stands in for git there.
+DKMS_SRC = $(DESTDIR)/usr/src/vbblk-$(VBBLK_VERSION)
+DKMS_FILES = Makefile Kbuild vbblk.h $(wildcard virtio_*.c vbblk_*.c) include
+DKMS_KERNELS ?= $(notdir $(patsubst %/build/,%,$(dir $(wildcard /lib/modules/*/build/Makefile))))
+
+dkms-src:
+	rm -rf $(DKMS_SRC)
+	mkdir -p $(DKMS_SRC)
+	cp -r $(DKMS_FILES) $(DKMS_SRC)/
+	echo $(VBBLK_VERSION) > $(DKMS_SRC)/VERSION
+	sed 's/@VERSION@/$(VBBLK_VERSION)/' dkms.conf.in > $(DKMS_SRC)/dkms.conf
+
+dkms-install: dkms-src
+	dkms add vbblk/$(VBBLK_VERSION)
+	for k in $(DKMS_KERNELS); do dkms install vbblk/$(VBBLK_VERSION) -k $$k || exit 1; done
+
+dkms-uninstall:
+	dkms remove vbblk/$(VBBLK_VERSION) --all
+	rm -rf $(DKMS_SRC)
+
+clean: check-kdir
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
 
 kdir:
 	@echo $(KDIR)
 
-.PHONY: all modules check-style clean kdir
+version:
+	@echo $(VBBLK_VERSION)
+
+.PHONY: all check-kdir modules install uninstall install-conf uninstall-conf \
+	dkms-src dkms-install dkms-uninstall check-style clean kdir version
+
+check-style:
+	scripts/check-style.sh

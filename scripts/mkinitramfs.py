@@ -6,9 +6,15 @@ blkdiscard/blockdev/fallocate, kmod (modprobe/insmod/rmmod/lsmod/modinfo),
 sg3-utils, vbtool, sgfuzz, pcrec and vbmark (static, from tests/tools/ and bench/tools/),
 the guest kernel's virtio,
 ext4, 9p and null_blk modules (+ depmod data), vbblk.ko (if present) in
-/lib/modules/<ver>/extra, the guest test scripts (/tests), vbblk-bind.sh, /init.
+/lib/modules/<ver>/extra, the guest test scripts (/tests), vbblk-bind.sh, vbblk-compare.sh, /init.
+
+With --user-install the module and its configuration are installed the way a
+user installs them (`make install`, `make install-conf` into the image) and
+systemd-udevd comes along, for the install test; --vbblk-dir puts a given
+vbblk.ko elsewhere than extra/ (the DKMS test: updates/dkms).
 
 usage: scripts/mkinitramfs.py [-o OUT] [--kver VER] [--vbblk-ko PATH] [--stage DIR]
+                              [--vbblk-dir DIR | --user-install]
 """
 import argparse
 import os
@@ -42,10 +48,17 @@ BINARIES = [
     ('/usr/bin/sg_turs', []), ('/usr/bin/sg_sync', []), ('/usr/bin/sg_dd', []),
     ('/usr/bin/sg_unmap', []), ('/usr/bin/sg_write_same', []), ('/usr/bin/sg_modes', []),
     ('/usr/bin/sg_luns', []), ('/usr/bin/sg_requests', []), ('/usr/bin/sg_raw', []),
-    ('/usr/bin/kmod', ['/usr/sbin/modprobe', '/usr/sbin/insmod', '/usr/sbin/rmmod',
+    ('/usr/bin/kmod', ['/sbin/depmod', '/usr/sbin/modprobe', '/usr/sbin/insmod', '/usr/sbin/rmmod',
                        '/usr/sbin/lsmod', '/usr/sbin/modinfo', '/usr/sbin/depmod',
                        '/sbin/modprobe']),
 ]
+
+
+# --user-install: udev, and the upstream rules the install test relies on
+# (modalias loading, /dev/disk/by-id links)
+UDEV_BINARIES = [('/lib/systemd/systemd-udevd', []), ('/bin/udevadm', [])]
+UDEV_RULES = ['/lib/udev/rules.d/60-persistent-storage.rules',
+              '/lib/udev/rules.d/80-drivers.rules']
 
 
 def run(cmd, **kw):
@@ -102,6 +115,10 @@ def main():
     ap.add_argument('--kver', default=None)
     ap.add_argument('--vbblk-ko', default=os.environ.get('VBBLK_KO', os.path.join(REPO, 'vbblk.ko')))
     ap.add_argument('--stage', default=None)
+    ap.add_argument('--vbblk-dir', default='extra',
+                    help='directory under /lib/modules/<ver> for vbblk.ko (default extra)')
+    ap.add_argument('--user-install', action='store_true',
+                    help='make install + make install-conf into the image, add udev')
     ap.add_argument('--vbtool', default=None, help='prebuilt vbtool (default: compile)')
     a = ap.parse_args()
 
@@ -124,7 +141,7 @@ def main():
 
     # dynamically linked tools + their libraries + loader
     libs = set()
-    for path, aliases in BINARIES:
+    for path, aliases in BINARIES + (UDEV_BINARIES if a.user_install else []):
         if not os.path.exists(path):
             raise SystemExit('mkinitramfs: missing %s (run scripts/install-deps.sh)' % path)
         copy_file(path, stage)
@@ -159,9 +176,21 @@ def main():
         if os.path.exists(os.path.join(mdir, f)):
             copy_file(os.path.join(mdir, f), stage)
     have_vbblk = os.path.exists(a.vbblk_ko)
-    if have_vbblk:
-        copy_file(a.vbblk_ko, stage, mdir + '/extra/vbblk.ko')
-    run(['depmod', '-b', stage, ver])
+    if a.user_install:
+        # as a user would: the Makefile installs and runs depmod
+        kdir = kv.kdir(ver)
+        run(['make', '-s', '-C', REPO, 'KDIR=' + kdir, 'INSTALL_MOD_PATH=' + stage,
+             'install'], stdout=subprocess.DEVNULL)
+        run(['make', '-s', '-C', REPO, 'DESTDIR=' + stage, 'install-conf'],
+            stdout=subprocess.DEVNULL)
+        for r in UDEV_RULES:
+            copy_file(r, stage)
+        have_vbblk = False
+    elif have_vbblk:
+        copy_file(a.vbblk_ko, stage, '%s/%s/vbblk.ko' % (mdir, a.vbblk_dir))
+        run(['depmod', '-b', stage, ver])
+    else:
+        run(['depmod', '-b', stage, ver])
 
     # scripts
     copy_file(os.path.join(REPO, 'tests/guest/init'), stage, '/init')
@@ -175,8 +204,9 @@ def main():
     jdir = os.path.join(REPO, 'bench/jobs')
     for f in sorted(os.listdir(jdir)):
         copy_file(os.path.join(jdir, f), stage, '/tests/jobs/' + f)
-    copy_file(os.path.join(REPO, 'scripts/vbblk-bind.sh'), stage, '/usr/sbin/vbblk-bind.sh')
-    os.chmod(os.path.join(stage, 'usr/sbin/vbblk-bind.sh'), 0o755)
+    for s in ('vbblk-bind.sh', 'vbblk-compare.sh'):
+        copy_file(os.path.join(REPO, 'scripts', s), stage, '/usr/sbin/' + s)
+        os.chmod(os.path.join(stage, 'usr/sbin', s), 0o755)
 
     with open(os.path.join(stage, 'etc/passwd'), 'w') as f:
         f.write('root:x:0:0:root:/root:/bin/sh\n')

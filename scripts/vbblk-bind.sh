@@ -12,7 +12,7 @@
 # Prints the new block device name (e.g. "vdc") on success.
 # Environment: VBBLK_KO=/path/to/vbblk.ko is insmod'ed if modprobe can't find vbblk.
 VBUS=/sys/bus/virtio
-prog=vbblk-bind.sh
+prog=${0##*/}
 
 err() { echo "$prog: error: $*" >&2; exit 1; }
 usage() {

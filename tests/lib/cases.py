@@ -26,7 +26,8 @@ class Test:
         self.name = name
         # host(outdir, ctx) -> failure reason or None: a test that runs on
         # the host (it may boot its own guests) instead of one guest script;
-        # ctx: kernel, initrd, driver, params (this variant's), scale, imgdir
+        # ctx: kernel, initrd, driver, params (this variant's), scale, imgdir,
+        # kver (guest kernel release), ko (the vbblk.ko under test)
         self.host = host
         self.modes = modes
         self.disks = disks
@@ -315,6 +316,28 @@ def _soak():
     flips, one disk grows and CPU 1 goes offline and back: no error, no hang, slab stable"""
     return [Disk('soak1', '64M', serial='SOAK-1', props={'num-queues': 2, 'config-wce': 'on'}),
             Disk('soak2', '64M', serial='SOAK-2', props={'num-queues': 2})]
+
+
+# ---- installation (issue 7) -------------------------------------------------
+def _install(outdir, ctx):
+    import installtest
+    return installtest.run_install(outdir, ctx)
+
+
+def _dkms(outdir, ctx):
+    import installtest
+    return installtest.run_dkms(outdir, ctx)
+
+
+TESTS.append(Test('install', lambda: [], vbblk_only=True, modes=('',), host=_install,
+                  doc='modinfo complete (parameters with defaults, all in the README); make '
+                      'install/uninstall with depmod; a guest image filled by make install + '
+                      'install-conf boots with udev: recipe A moves the disk listed by serial to '
+                      'vbblk (options from modprobe.d, softdep), recipe B gives vbblk every disk'))
+TESTS.append(Test('dkms', lambda: [], vbblk_only=True, modes=('',), host=_dkms,
+                  doc='make dkms-install builds and installs for the guest kernel, the kernel '
+                      'postinst hook rebuilds it, make dkms-uninstall leaves nothing; the '
+                      'DKMS-built module boots from updates/dkms and passes verified I/O'))
 
 
 # --------------------------------------------------------------------------

@@ -1,0 +1,191 @@
+"""The `install` and `dkms` tests: vbblk installed the way users install it.
+
+install: modinfo of the built module is complete (and every parameter is in
+the README's table); `make install` / `make uninstall` into a scratch
+INSTALL_MOD_PATH add and remove the module and its modules.dep line; then a
+guest whose image was filled by `make install` + `make install-conf` boots
+with systemd-udevd and runs tests/guest/install.sh (recipes A and B of
+conf/vbblk.conf, the udev rule binding a disk by serial).
+
+dkms: `make dkms-install` on this machine (dkms add/build/install for the
+guest kernel), the kernel packages' postinst hook rebuilding an unbuilt
+module, `make dkms-uninstall` leaving nothing behind; the module DKMS built
+boots in a guest from updates/dkms and passes a smoke test.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import kver as kv
+from vm import Disk, Guest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class Fail(Exception):
+    pass
+
+
+def _sh(log, cmd, check=True, **kw):
+    """Run cmd, append its output to log; raise Fail on a non-zero exit."""
+    with open(log, 'a') as f:
+        f.write('$ %s\n' % ' '.join(cmd))
+        f.flush()
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+        f.write(r.stdout)
+    if check and r.returncode:
+        tail = r.stdout.strip().splitlines()[-3:]
+        raise Fail('`%s` exited %d: %s' % (' '.join(cmd), r.returncode, ' | '.join(tail)))
+    return r.stdout
+
+
+def _version():
+    return subprocess.run(['make', '-s', '-C', REPO, 'version'], capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+def check_modinfo(ko, version):
+    """Description, version, author, license, and a described default for
+    every parameter, each of which the README's table lists."""
+    info = subprocess.run(['modinfo', ko], capture_output=True, text=True, check=True).stdout
+    fields = {}
+    parms = {}
+    for line in info.splitlines():
+        k, _, v = line.partition(':')
+        v = v.strip()
+        if k == 'parm':
+            name, _, desc = v.partition(':')
+            parms[name] = desc
+        else:
+            fields[k] = v
+    for k in ('description', 'author', 'license', 'version'):
+        if not fields.get(k):
+            raise Fail('modinfo has no %s' % k)
+    if fields['version'] != version:
+        raise Fail('modinfo version %r, git describe says %r' % (fields['version'], version))
+    if fields['license'] != 'GPL':
+        raise Fail('license %r' % fields['license'])
+    readme = open(os.path.join(REPO, 'README.md')).read()
+    for name, desc in parms.items():
+        if not re.search(r'\(default: [^)]+\)$', desc):
+            raise Fail('parameter %s: description without "(default: ...)": %r' % (name, desc))
+        if '| `%s` |' % name not in readme:
+            raise Fail('parameter %s is missing from the README table' % name)
+    if len(parms) < 8:
+        raise Fail('only %d parameters in modinfo' % len(parms))
+
+
+def _make_install_cycle(outdir, ver, log):
+    stage = os.path.join(outdir, 'modroot')
+    shutil.rmtree(stage, ignore_errors=True)
+    common = ['make', '-C', REPO, 'KDIR=' + kv.kdir(ver), 'INSTALL_MOD_PATH=' + stage]
+    mdir = os.path.join(stage, 'lib', 'modules', ver)
+    _sh(log, common + ['install'])
+    if not os.path.isfile(os.path.join(mdir, 'updates', 'vbblk.ko')):
+        raise Fail('make install: no %s/updates/vbblk.ko' % mdir)
+    if not re.search(r'^updates/vbblk\.ko:', open(os.path.join(mdir, 'modules.dep')).read(), re.M):
+        raise Fail('make install: modules.dep has no updates/vbblk.ko line (depmod not run?)')
+    _sh(log, common + ['uninstall'])
+    if any(f.startswith('vbblk.ko') for f in os.listdir(os.path.join(mdir, 'updates'))):
+        raise Fail('make uninstall left the module behind')
+    if 'vbblk' in open(os.path.join(mdir, 'modules.dep')).read():
+        raise Fail('make uninstall: modules.dep still names vbblk')
+    shutil.rmtree(stage)
+
+
+def _initramfs(outdir, ver, log, *args):
+    out = os.path.join(outdir, 'initramfs.cpio')
+    _sh(log, [sys.executable, os.path.join(REPO, 'scripts', 'mkinitramfs.py'), '-o', out,
+              '--kver', ver, '--stage', os.path.join(outdir, 'initramfs-root')] + list(args))
+    return out
+
+
+def _boot(outdir, ctx, initrd, disks, append, params=''):
+    g = Guest('install', os.path.join(outdir, 'guest'), ctx['kernel'], initrd, disks=disks,
+              driver='vbblk', timeout=int(300 * ctx['scale']), imgdir=ctx['imgdir'],
+              append=append, vbblk_params=params)
+    res = g.run()
+    if not res.ok:
+        raise Fail('guest: %s (console: %s)' % (res.reason, g.console))
+    shutil.rmtree(os.path.join(outdir, 'initramfs-root'), ignore_errors=True)
+
+
+def run_install(outdir, ctx):
+    os.makedirs(outdir, exist_ok=True)
+    log = os.path.join(outdir, 'install.log')
+    open(log, 'w').close()
+    ver, version = ctx['kver'], _version()
+    try:
+        check_modinfo(ctx['ko'], version)
+        _make_install_cycle(outdir, ver, log)
+        initrd = _initramfs(outdir, ver, log, '--user-install')
+        disks = [Disk('root', '64M', serial='ROOT-1'), Disk('inst1', '64M', serial='INST-1'),
+                 Disk('inst2', '64M', serial='INST-2')]
+        _boot(outdir, ctx, initrd, disks, 'vbinst=user vbversion=%s' % version)
+    except Fail as e:
+        return str(e)
+    return None
+
+
+def _dkms_status(log, version, ver):
+    return _sh(log, ['dkms', 'status', 'vbblk/%s' % version, '-k', ver]).strip()
+
+
+def run_dkms(outdir, ctx):
+    os.makedirs(outdir, exist_ok=True)
+    log = os.path.join(outdir, 'dkms.log')
+    open(log, 'w').close()
+    if not shutil.which('dkms'):
+        return 'dkms is not installed (scripts/install-deps.sh installs it)'
+    ver, version = ctx['kver'], _version()
+    ko = '/lib/modules/%s/updates/dkms/vbblk.ko' % ver
+    mk = ['make', '-C', REPO, 'DKMS_KERNELS=' + ver]
+    try:
+        return _dkms_cycle(outdir, ctx, log, ver, version, ko, mk)
+    except Fail as e:
+        return str(e)
+    finally:
+        # never leave this test's registration on the machine
+        if _sh(log, ['dkms', 'status', 'vbblk/%s' % version], check=False).strip():
+            _sh(log, mk + ['dkms-uninstall'], check=False)
+
+
+def _dkms_cycle(outdir, ctx, log, ver, version, ko, mk):
+    # a previous, interrupted run of this version
+    if _sh(log, ['dkms', 'status', 'vbblk/%s' % version]).strip():
+        _sh(log, mk + ['dkms-uninstall'])
+    _sh(log, mk + ['dkms-install'])
+    st = _dkms_status(log, version, ver)
+    if 'installed' not in st:
+        raise Fail('after make dkms-install, dkms status says %r' % st)
+    if not os.path.isfile(ko):
+        raise Fail('dkms install: no %s' % ko)
+    found = _sh(log, ['modinfo', '-k', ver, '-F', 'filename', 'vbblk']).strip()
+    if found != ko:
+        raise Fail('modinfo -k %s vbblk finds %r, not the DKMS module' % (ver, found))
+
+    # a kernel upgrade: the kernel package's hook builds what is missing
+    _sh(log, ['dkms', 'uninstall', 'vbblk/%s' % version, '-k', ver])
+    _sh(log, ['dkms', 'unbuild', 'vbblk/%s' % version, '-k', ver])
+    st = _dkms_status(log, version, ver)
+    if 'added' not in st or os.path.exists(ko):
+        raise Fail('unbuild left %r, module file present: %s' % (st, os.path.exists(ko)))
+    _sh(log, ['/etc/kernel/postinst.d/dkms', ver, kv.vmlinuz(ver)])
+    st = _dkms_status(log, version, ver)
+    if 'installed' not in st or not os.path.isfile(ko):
+        raise Fail('the kernel postinst hook did not rebuild the module: %r' % st)
+    built = os.path.join(outdir, 'vbblk-dkms.ko')
+    shutil.copy2(ko, built)
+
+    _sh(log, mk + ['dkms-uninstall'])
+    left = [p for p in (ko, '/usr/src/vbblk-%s' % version, '/var/lib/dkms/vbblk/%s' % version)
+            if os.path.exists(p)]
+    if left or _sh(log, ['dkms', 'status', 'vbblk/%s' % version]).strip():
+        raise Fail('make dkms-uninstall left %s' % (left or 'a dkms status line'))
+
+    initrd = _initramfs(outdir, ver, log, '--vbblk-ko', built, '--vbblk-dir', 'updates/dkms')
+    _boot(outdir, ctx, initrd, [Disk('inst1', '64M', serial='INST-1')],
+          'vbinst=dkms vbversion=%s' % version, ctx['params'])
+    return None
