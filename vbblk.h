@@ -111,6 +111,7 @@ struct vbblk_vq {
 	struct vbblk *vblk;
 	unsigned int index;
 	unsigned int inflight;		/* on the ring; written under lock */
+	unsigned long completed;	/* taken off the ring; under lock */
 	bool hctx_stopped;		/* queue_rq stopped its hctx; under lock */
 	/* bio path */
 	struct list_head parked;	/* ring was full; under lock */
@@ -145,6 +146,11 @@ struct vbblk {
 	unsigned int max_batch_bytes;
 
 	struct work_struct config_work;	/* capacity change */
+	/* remove: a device that stopped answering (vbblk_dead_check()) */
+	struct delayed_work dead_work;
+	unsigned long dead_seen;	/* completions at the last check */
+	unsigned int dead_stalled;	/* checks in a row without one */
+	bool broken;			/* given up on: fail all I/O at once */
 
 	unsigned int num_vqs;		/* interrupt-driven, then polled */
 	unsigned int num_poll_vqs;	/* the last ones; no callback */
@@ -235,6 +241,9 @@ void vbblk_vq_kick(struct vbblk_vq *vq);
 int vbblk_vq_poll(struct vbblk_vq *vq);
 int vbblk_init_vqs(struct vbblk *vblk, unsigned int want, unsigned int npoll);
 void vbblk_del_vqs(struct vbblk *vblk);
+unsigned int vbblk_vqs_inflight(struct vbblk *vblk);
+unsigned long vbblk_vqs_completed(struct vbblk *vblk);
+void vbblk_vqs_abort(struct vbblk *vblk);
 void vbblk_iohdr_init(struct vbblk *vblk, struct vbblk_iohdr *hdr, u32 type,
 		      sector_t sector);
 blk_status_t vbblk_status(const struct vbblk_iohdr *hdr);

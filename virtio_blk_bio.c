@@ -283,7 +283,7 @@ void vbblk_bio_cmd_dispatch(struct vbblk_bio_cmd *cmd, bool plugged)
 						     bio_op(cmd->bio), jiffies);
 
 	spin_lock_irqsave(&vq->lock, flags);
-	ok = vbblk_bio_queue_locked(vq, cmd);
+	ok = !READ_ONCE(vblk->broken) && vbblk_bio_queue_locked(vq, cmd);
 	if (plugged)
 		vbblk_stat_inc(vblk, VBBLK_STAT_PLUG_DEFERRED);
 	else
@@ -427,7 +427,7 @@ void vbblk_bio_end_cmd(struct vbblk_iohdr *hdr)
 	 * again one by one, so that only those on bad sectors fail.
 	 */
 	if (unlikely(st == BLK_STS_IOERR && cmd->nr_bios > 1 &&
-		     !cmd->retrying)) {
+		     !cmd->retrying && !READ_ONCE(cmd->vq->vblk->broken))) {
 		vbblk_stat_inc(cmd->vq->vblk, VBBLK_STAT_RETRIED);
 		cmd->retrying = true;
 		cmd->retry = cmd->bio;

@@ -646,6 +646,35 @@ static void vbblk_free_queues(struct vbblk *vblk)
 		vbblk_free_queue(vblk->rq_queue);
 }
 
+/*
+ * Remove waits for what the device holds. A device whose backend died (a
+ * vhost-user daemon killed under I/O) never completes it, and that wait
+ * would never end: while remove runs, a check each second gives up on the
+ * device once commands sat on its rings for VBBLK_DEAD_SECS without a
+ * single completion, and fails them (vbblk_vqs_abort()).
+ */
+#define VBBLK_DEAD_SECS		10
+
+static void vbblk_dead_check(struct work_struct *work)
+{
+	struct vbblk *vblk = container_of(to_delayed_work(work), struct vbblk,
+					  dead_work);
+	unsigned long done = vbblk_vqs_completed(vblk);
+	unsigned int held = vbblk_vqs_inflight(vblk);
+
+	if (!held || done != vblk->dead_seen) {
+		vblk->dead_seen = done;
+		vblk->dead_stalled = 0;
+	} else if (++vblk->dead_stalled >= VBBLK_DEAD_SECS) {
+		dev_err(&vblk->vdev->dev,
+			"no completion for %u s with %u commands on the rings: failing them\n",
+			VBBLK_DEAD_SECS, held);
+		vbblk_vqs_abort(vblk);
+		return;
+	}
+	schedule_delayed_work(&vblk->dead_work, HZ);
+}
+
 static int vbblk_probe(struct virtio_device *vdev)
 {
 	unsigned int want, npoll;
@@ -665,6 +694,7 @@ static int vbblk_probe(struct virtio_device *vdev)
 	vblk->mode = vbblk_mode;
 	mutex_init(&vblk->vdev_mutex);
 	INIT_WORK(&vblk->config_work, vbblk_config_work);
+	INIT_DELAYED_WORK(&vblk->dead_work, vbblk_dead_check);
 	atomic_set(&vblk->plug_refs, 0);
 	vblk->stats = alloc_percpu(struct vbblk_stats);
 	if (!vblk->stats) {
@@ -767,6 +797,10 @@ static void vbblk_remove(struct virtio_device *vdev)
 	/* The virtio core disabled config callbacks before calling us. */
 	flush_work(&vblk->config_work);
 
+	vblk->dead_seen = vbblk_vqs_completed(vblk);
+	vblk->dead_stalled = 0;
+	schedule_delayed_work(&vblk->dead_work, HZ);
+
 	/*
 	 * No new I/O after this. blk-mq waits for its requests here; bios
 	 * do not hold the queue once submitted, so drain those ourselves.
@@ -777,6 +811,7 @@ static void vbblk_remove(struct virtio_device *vdev)
 		vbblk_bio_drain(vblk);
 		blk_mq_destroy_queue(vblk->rq_queue);
 	}
+	cancel_delayed_work_sync(&vblk->dead_work);
 	blk_mq_free_tag_set(&vblk->tag_set);
 
 	mutex_lock(&vblk->vdev_mutex);

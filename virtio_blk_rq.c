@@ -140,6 +140,8 @@ static blk_status_t vbblk_queue_rq(struct blk_mq_hw_ctx *hctx,
 	blk_status_t st;
 	int nents, err;
 
+	if (unlikely(READ_ONCE(vblk->broken)))
+		return BLK_STS_IOERR;
 	st = vbblk_rq_setup(vblk, req, cmd, &nents);
 	if (unlikely(st))
 		return st;
@@ -220,7 +222,8 @@ static void vbblk_rq_complete(struct request *req)
 		__blk_mq_end_request(req, st);
 		return;
 	}
-	if (unlikely(st == BLK_STS_IOERR && vbblk_rq_may_retry(req))) {
+	if (unlikely(st == BLK_STS_IOERR && vbblk_rq_may_retry(req) &&
+		     !READ_ONCE(vblk->broken))) {
 		vbblk_stat_inc(vblk, VBBLK_STAT_RETRIED);
 		cmd->retry = true;
 		blk_mq_requeue_request(req, true);

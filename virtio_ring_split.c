@@ -178,6 +178,7 @@ static struct vbblk_iohdr *vbblk_vq_reap(struct vbblk_vq *vq, bool polled,
 			*tail = hdr;
 			tail = &hdr->done_next;
 			WRITE_ONCE(vq->inflight, vq->inflight - 1);
+			WRITE_ONCE(vq->completed, vq->completed + 1);
 		}
 		if (polled || unlikely(virtqueue_is_broken(vq->vq)) ||
 		    virtqueue_enable_cb(vq->vq))
@@ -310,4 +311,65 @@ out:
 void vbblk_del_vqs(struct vbblk *vblk)
 {
 	vblk->vdev->config->del_vqs(vblk->vdev);
+}
+
+/* Commands on the rings, and how many ever came back (lockless reads). */
+unsigned int vbblk_vqs_inflight(struct vbblk *vblk)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < vblk->num_vqs; i++)
+		n += READ_ONCE(vblk->vqs[i].inflight);
+	return n;
+}
+
+unsigned long vbblk_vqs_completed(struct vbblk *vblk)
+{
+	unsigned long n = 0;
+	unsigned int i;
+
+	for (i = 0; i < vblk->num_vqs; i++)
+		n += READ_ONCE(vblk->vqs[i].completed);
+	return n;
+}
+
+/*
+ * Give up on a device that stopped answering (its vhost-user backend
+ * died): reset it, after which it never touches our buffers again, and end
+ * everything it held, and every parked bio command, with an I/O error.
+ * From here on both paths fail new I/O at once (vblk->broken), including
+ * the bio-by-bio retries the errors would otherwise start.
+ */
+void vbblk_vqs_abort(struct vbblk *vblk)
+{
+	unsigned int i;
+
+	WRITE_ONCE(vblk->broken, true);
+	virtio_reset_device(vblk->vdev);
+	for (i = 0; i < vblk->num_vqs; i++) {
+		struct vbblk_vq *vq = &vblk->vqs[i];
+		struct vbblk_iohdr *head = NULL, **tail = &head, *hdr;
+		struct vbblk_bio_cmd *cmd, *tmp;
+		unsigned long flags;
+		bool restart;
+
+		spin_lock_irqsave(&vq->lock, flags);
+		while ((hdr = virtqueue_detach_unused_buf(vq->vq)) != NULL) {
+			*tail = hdr;
+			tail = &hdr->done_next;
+			WRITE_ONCE(vq->inflight, vq->inflight - 1);
+		}
+		list_for_each_entry_safe(cmd, tmp, &vq->parked, park) {
+			list_del_init(&cmd->park);
+			*tail = &cmd->hdr;
+			tail = &cmd->hdr.done_next;
+		}
+		*tail = NULL;
+		for (hdr = head; hdr; hdr = hdr->done_next)
+			hdr->status = VIRTIO_BLK_S_IOERR;
+		restart = vq->hctx_stopped;
+		vq->hctx_stopped = false;
+		spin_unlock_irqrestore(&vq->lock, flags);
+		vbblk_vq_end_chain(vq, head, restart);
+	}
 }

@@ -307,7 +307,36 @@ def report(meta, summaries, profiles):
                 L += ['<details><summary>%s</summary>' % cell, '', '```']
                 L += ['%10.0f  %s' % (v, n) for n, v in top]
                 L += ['```', '</details>', '']
+    L += across_sides(meta, summaries)
     return '\n'.join(L) + '\n'
+
+
+def across_sides(meta, summaries):
+    """Does a win on one device side hold on the others? bio against stock
+    per workload, one column per side, for each backend."""
+    units = meta.get('units') or []
+    sides = meta.get('sides') or ['main']
+    if len(sides) < 2 or 'stock' not in meta['configs'] or 'bio' not in meta['configs']:
+        return []
+    L = ['## Across device sides: vbblk bio against stock', '',
+         'Each cell: kernel instructions / IOPS / device requests / notifies per I/O of `bio`, '
+         'as ratios to stock virtio_blk on the same side. vhost-user notifies are the '
+         "daemon's kick-eventfd reads (its wakeups); QEMU does not see those notifies.", '']
+    for b in dict.fromkeys(u[0] for u in units):
+        L += ['**%s**' % b, '', '| workload | ' + ' | '.join(sides) + ' |',
+              '|---|' + '---|' * len(sides)]
+        for wl in meta['workloads']:
+            row = []
+            for d in sides:
+                name = b if d == 'main' else '%s+%s' % (b, d)
+                c = summaries.get(name, {}).get(wl, {}).get('bio')
+                r = c['ratio'] if c else {}
+                row.append(' / '.join('%.2f' % r[k] if r.get(k) is not None else '-'
+                                      for k in ('kinsn', 'iops', 'requests_per_io',
+                                                'notifies_per_io')))
+            L.append('| %s | %s |' % (wl, ' | '.join(row)))
+        L.append('')
+    return L
 
 
 def main():

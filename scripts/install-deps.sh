@@ -11,7 +11,7 @@ PKGS=(
 	sparse python3 gcc make libc6-dev bc bison flex libelf-dev
 	coreutils findutils python3-matplotlib sg3-utils
 	nbdkit nbdkit-plugin-dev
-	dkms udev
+	dkms udev openssl
 )
 
 SUDO=

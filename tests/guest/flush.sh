@@ -12,6 +12,11 @@
 drv_load
 wb=$(disk_by_serial FLUSH-WB)
 wt=$(disk_by_serial FLUSH-WT)
+if [ "$VBSIDE" = vhost-user ]; then
+	# qemu-storage-daemon's export reports no write cache (wce 0) whatever it
+	# has; the guest turns it on, which the daemon follows
+	echo "write back" > /sys/block/$wb/cache_type || fail "cannot enable $wb's write cache"
+fi
 expect_eq "$wb write_cache" "$(sysblk $wb queue/write_cache)" "write back"
 expect_eq "$wt write_cache" "$(sysblk $wt queue/write_cache)" "write through"
 
@@ -60,7 +65,12 @@ wbf=$(($(devflush flwb) - wbf0)); wtf=$(($(devflush flwt) - wtf0)); d=$(($(drvfl
 log "device flushes: write-back disk $wbf, write-through disk $wtf; driver counted $d"
 [ "$wbf" -ge 8 ] || fail "only $wbf flushes reached the write-back disk"
 [ "$wtf" -eq 0 ] || fail "$wtf flushes reached the write-through disk"
-if [ "$DRIVER" = vbblk ]; then
+if [ "$VBSIDE" = vhost-user ]; then
+	# counted where the daemon flushes its file: QEMU's block layer drops a
+	# flush that follows no write, so there may be fewer
+	[ "$DRIVER" != vbblk ] || [ "$wbf" -le "$d" ] ||
+		fail "device flushed $wbf times, the driver sent $d"
+elif [ "$DRIVER" = vbblk ]; then
 	expect_eq "driver flush count vs device" "$d" "$wbf"
 fi
 log "flush counts ok (order is checked on the host)"

@@ -4,6 +4,9 @@
 set -e
 DRIVER=${DRIVER:-vbblk}
 KVER=$(uname -r)
+# the device side (tests/lib/vm.py SIDES): main, iothread or vhost-user
+VBSIDE=$(sed -n 's/.*vbside=\([^ ]*\).*/\1/p' /proc/cmdline)
+VBSIDE=${VBSIDE:-main}
 VBBLK_KO=/lib/modules/$KVER/extra/vbblk.ko
 
 # busybox-static's sh runs its own applets before searching PATH; use the real
@@ -60,10 +63,23 @@ disk_irqs() {
 drv_loaded() { [ -d "/sys/module/$DRIVER" ]; }
 
 # disk_by_serial SERIAL [TIMEOUT_S]: echo the vdX name of the disk with that serial
+# (a vhost-user disk has no serial of its own: /host/disks.map gives its PCI
+# address instead)
 disk_by_serial() {
 	_s=$1 _t=${2:-20}
 	_i=0
+	_pci=$(awk -v s="$_s" '$1 == s { print $2 }' /host/disks.map 2>/dev/null)
 	while [ $_i -lt $((_t * 10)) ]; do
+		if [ -n "$_pci" ]; then
+			for _b in /sys/bus/pci/devices/$_pci/virtio*/block/vd*; do
+				[ -e "$_b" ] || continue
+				_d=${_b##*/}
+				if [ -b "/dev/$_d" ]; then echo "$_d"; return 0; fi
+			done
+			sleep 0.1
+			_i=$((_i + 1))
+			continue
+		fi
 		for _f in /sys/block/vd*/serial; do
 			[ -r "$_f" ] || continue
 			if [ "$(cat "$_f" 2>/dev/null)" = "$_s" ]; then

@@ -40,6 +40,42 @@ def events(path):
     return out
 
 
+_LU_SUB = re.compile(r'luring_co_submit .* luringcb (\S+) fd \d+ offset (\d+) nbytes (\d+) '
+                     r'type (\d+)')
+_LU_DONE = re.compile(r'luring_process_completion .* luringcb (\S+)')
+_AIO = {1: 'R', 2: 'W', 8: 'F'}     # QEMU_AIO_READ, _WRITE, _FLUSH
+
+
+def luring_events(path, vdev):
+    """events() for a vhost-user disk: its qemu-storage-daemon's io_uring
+    trace (the file is the device's medium). A flush appears at its
+    completion, as in the virtio-blk trace."""
+    pending = {}
+    out = []
+    for line in open(path, errors='replace'):
+        m = _LU_SUB.search(line)
+        if m:
+            cb, off, n, typ = m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))
+            kind = _AIO.get(typ)
+            if kind == 'R' and n == 512 and off // 512 > MARK_BASE:
+                pending[cb] = 'M'
+                out.append(('M', vdev, off // 512 - MARK_BASE))
+            elif kind in ('R', 'W'):
+                pending[cb] = kind
+                out.append((kind, vdev, off // 512))
+            elif kind == 'F':
+                pending[cb] = 'F'
+            continue
+        m = _LU_DONE.search(line)
+        if m and m.group(1) in pending:
+            kind = pending.pop(m.group(1))
+            if kind == 'F':
+                out.append(('F', vdev, None))
+            elif kind != 'M':
+                out.append(('C' + kind, vdev, None))
+    return out
+
+
 def phases(evs):
     """{(start_mark, end_mark): events between them, same vdev as the marks}"""
     marks = [(i, e) for i, e in enumerate(evs) if e[0] == 'M']
@@ -91,7 +127,11 @@ def check_none(seg, name):
 
 
 def check(path):
-    ph = phases(events(path))
+    return check_events(events(path))
+
+
+def check_events(evs):
+    ph = phases(evs)
     plan = [((1, 2), lambda s, n: check_fua(s, n, 8), 'O_DSYNC writes'),
             ((2, 3), check_sync, 'fdatasync on the raw device'),
             ((4, 5), check_sync, 'fsync on ext4'),

@@ -35,8 +35,19 @@ CACHE_MODES = {  # mode: (cache.direct, cache.no-flush, device write-cache)
 }
 
 
+# The device side that implements virtio-blk for a disk (Disk.side):
+#   main        virtio-blk-pci in QEMU's main loop
+#   iothread    virtio-blk-pci with its own -object iothread (dataplane)
+#   vhost-user  vhost-user-blk-pci; the device is a qemu-storage-daemon process
+#               serving the image over a unix socket (guest RAM is shared memfd)
+SIDES = ('main', 'iothread', 'vhost-user')
+# vhost-user disks get fixed PCI slots from here on, so the guest can find
+# them: the daemon answers GET_ID with one fixed string for every disk.
+VU_SLOT0 = 0x10
+
+
 class Disk:
-    """One virtio-blk-pci disk.
+    """One virtio-blk disk.
 
     backend: 'raw' (a file of `size` bytes in the image dir), 'null-co',
     'blkdebug' (raw format over blkdebug over a file; blkdebug_config = text of
@@ -47,11 +58,20 @@ class Disk:
      'config-wce': 'on', 'logical_block_size': 4096, 'physical_block_size': 4096,
      'min_io_size': 4096, 'opt_io_size': 65536, 'cyls': 100, 'heads': 16, 'secs': 63}.
     `prefill(path)` is called on the host to fill the backing file before boot.
+    `side` (SIDES) picks the device implementation; vhost-user takes the
+    'raw' backend and, of the props, num-queues and queue-size. Its
+    `cache` is what the guest makes of it: QEMU 7.2's export always reports
+    a write-through cache (wce 0) and flushes when the guest asks; a guest
+    that writes "write back" to cache_type gets flushes sent.
     """
 
     def __init__(self, id, size='64M', backend='raw', serial=None, read_only=False,
                  cache='writeback', discard='unmap', props=None, blkdebug_config=None,
-                 prefill=None, sparse=True):
+                 prefill=None, sparse=True, side='main'):
+        if side not in SIDES:
+            raise ValueError('unknown device side %r' % side)
+        self.side = side
+        self.vu_slot = None     # set by Guest for vhost-user disks
         self.id = id
         self.size = parse_size(size)
         self.backend = backend
@@ -77,7 +97,57 @@ class Disk:
             with open(os.path.join(imgdir, '%s.blkdebug' % self.id), 'w') as f:
                 f.write(self.blkdebug_config)
 
-    def qemu_args(self, imgdir):
+    # ---- vhost-user-blk: the device lives in a qemu-storage-daemon -------
+    def vu_paths(self, outdir):
+        base = os.path.join(outdir, 'qsd-%s' % self.id)
+        return dict(sock=base + '.sock', qmp=base + '.qmp', log=base + '.log',
+                    trace=base + '.trace')
+
+    def daemon_args(self, outdir):
+        """qemu-storage-daemon command line serving this disk. Its trace
+        (luring_* events: the file is opened with aio=io_uring) is the
+        device-side record of reads, writes and flushes."""
+        if self.backend not in ('raw', 'null-co') or \
+                self.cache not in ('writeback', 'writethrough'):
+            raise ValueError('vhost-user disk %s: raw or null-co backend, writeback or '
+                             'writethrough only' % self.id)
+        bad = set(self.props) - {'num-queues', 'queue-size'}
+        if bad:
+            raise ValueError('vhost-user disk %s: unsupported props %s' % (self.id, sorted(bad)))
+        p = self.vu_paths(outdir)
+        ro = 'on' if self.read_only else 'off'
+        if self.backend == 'null-co':
+            nodes = ['--blockdev', 'driver=null-co,node-name=%s,size=%d,read-zeroes=on'
+                     % (self.id, self.size)]
+        else:
+            nodes = ['--blockdev', 'driver=file,node-name=%s-file,filename=%s,cache.direct=off,'
+                     'aio=io_uring,discard=%s,read-only=%s' % (self.id, self.path, self.discard, ro),
+                     '--blockdev', 'driver=raw,node-name=%s,file=%s-file,discard=%s,read-only=%s'
+                     % (self.id, self.id, self.discard, ro)]
+        return ['qemu-storage-daemon'] + nodes + [
+                '--export', 'type=vhost-user-blk,id=exp-%s,node-name=%s,addr.type=unix,'
+                'addr.path=%s,writable=%s,num-queues=%d'
+                % (self.id, self.id, p['sock'], 'off' if self.read_only else 'on',
+                   int(self.props.get('num-queues', 1))),
+                '--chardev', 'socket,id=qmp,path=%s,server=on,wait=off' % p['qmp'],
+                '--monitor', 'chardev=qmp',
+                '--trace', 'enable=luring_co_submit,file=%s' % p['trace'],
+                '--trace', 'enable=luring_process_completion',
+                '--trace', 'enable=blk_co_preadv', '--trace', 'enable=blk_co_pwritev']
+
+    def qemu_args(self, imgdir, outdir=None):
+        if self.side == 'vhost-user':
+            p = self.vu_paths(outdir)
+            # num-queues: the device's default asks for more than the daemon serves
+            dev = ['vhost-user-blk-pci', 'chardev=vu-%s' % self.id, 'id=%s' % self.id,
+                   'addr=0x%x' % self.vu_slot,
+                   'num-queues=%d' % int(self.props.get('num-queues', 1))]
+            for k, v in self.props.items():
+                if k != 'num-queues':
+                    dev.append('%s=%s' % (k, v))
+            # reconnect=1: a restarted daemon is picked up again
+            return ['-chardev', 'socket,id=vu-%s,path=%s,reconnect=1' % (self.id, p['sock']),
+                    '-device', ','.join(dev)]
         direct, noflush, wce = CACHE_MODES[self.cache]
         ro = 'on' if self.read_only else 'off'
         args = []
@@ -107,6 +177,9 @@ class Disk:
                 raise ValueError('unknown backend %s' % self.backend)
         dev = ['virtio-blk-pci', 'drive=%s' % self.id, 'id=%s' % self.id,
                'serial=%s' % self.serial, 'write-cache=%s' % wce]
+        if self.side == 'iothread':
+            args += ['-object', 'iothread,id=io-%s' % self.id]
+            dev.append('iothread=io-%s' % self.id)
         for k, v in self.props.items():
             dev.append('%s=%s' % (k, v))
         args += ['-device', ','.join(dev)]
@@ -159,6 +232,9 @@ class Guest:
         self.qmp = None
         self.disk_by_id = {d.id: d for d in self.disks}
         self.hostlog = []
+        self.daemons = {}   # disk id -> qemu-storage-daemon Popen (vhost-user disks)
+        for i, d in enumerate(d for d in self.disks if d.side == 'vhost-user'):
+            d.vu_slot = VU_SLOT0 + i
 
     # ---- setup -------------------------------------------------------
     def prepare(self):
@@ -168,6 +244,12 @@ class Guest:
         os.makedirs(self.imgdir, exist_ok=True)
         for d in self.disks:
             d.create(self.imgdir)
+        # SERIAL PCI-ADDRESS for disks whose device cannot carry a serial
+        # (tests/guest/lib.sh disk_by_serial reads it)
+        with open(os.path.join(self.share, 'disks.map'), 'w') as f:
+            for d in self.disks:
+                if d.vu_slot is not None:
+                    f.write('%s 0000:00:%02x.0\n' % (d.serial, d.vu_slot))
 
     def cmdline(self):
         accel = choose_accel()
@@ -188,9 +270,68 @@ class Guest:
                '-nic', 'none',
                '-fsdev', 'local,id=vbhost,path=%s,security_model=none' % self.share,
                '-device', 'virtio-9p-pci,fsdev=vbhost,mount_tag=vbhost']
+        if any(d.side == 'vhost-user' for d in self.disks):
+            # the daemon maps guest RAM: it must be shared memory
+            cmd += ['-object', 'memory-backend-memfd,id=mem,size=%dM,share=on' % self.mem,
+                    '-numa', 'node,memdev=mem']
         for d in self.disks:
-            cmd += d.qemu_args(self.imgdir)
+            cmd += d.qemu_args(self.imgdir, self.outdir)
         return cmd + self.extra_args
+
+    # ---- vhost-user-blk daemons ------------------------------------------
+    def start_daemon(self, d):
+        """Start the disk's qemu-storage-daemon; wait for its socket. Returns
+        None or why it failed (with the end of its log)."""
+        p = d.vu_paths(self.outdir)
+        for k in ('sock', 'qmp'):
+            if os.path.exists(p[k]):
+                os.unlink(p[k])
+        log = open(p['log'], 'a')
+        proc = subprocess.Popen(d.daemon_args(self.outdir), stdin=subprocess.DEVNULL,
+                                stdout=log, stderr=log, start_new_session=True)
+        log.close()
+        self.daemons[d.id] = proc
+        for _ in range(100):
+            if proc.poll() is not None or os.path.exists(p['sock']):
+                break
+            time.sleep(0.1)
+        if proc.poll() is not None or not os.path.exists(p['sock']):
+            try:
+                tail = open(p['log'], errors='replace').read().strip().splitlines()[-5:]
+            except OSError:
+                tail = []
+            return 'qemu-storage-daemon for %s did not start (exit %s): %s' % (
+                d.id, proc.poll(), ' | '.join(tail) or 'no output')
+        return None
+
+    def stop_daemon(self, id, sig=signal.SIGTERM):
+        proc = self.daemons.pop(id, None)
+        if proc and proc.poll() is None:
+            proc.send_signal(sig)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    def vu_counts(self, d):
+        """The daemon's device statistics, from its trace: reads and writes
+        as they reach its block layer (blk_co_preadv/pwritev), flushes as it
+        sends them to the image file (io_uring submissions of type 8,
+        QEMU_AIO_FLUSH; QEMU's block layer drops a flush that follows no
+        write, so there may be fewer than the guest sent)."""
+        rd = wr = fl = 0
+        try:
+            for line in open(d.vu_paths(self.outdir)['trace'], errors='replace'):
+                if 'blk_co_preadv ' in line:
+                    rd += 1
+                elif 'blk_co_pwritev ' in line:
+                    wr += 1
+                elif re.search(r'luring_co_submit .* type 8$', line.rstrip()):
+                    fl += 1
+        except OSError:
+            pass
+        return 'rd_operations=%d\nwr_operations=%d\nflush_operations=%d\n' % (rd, wr, fl)
 
     # ---- host actions ------------------------------------------------
     def _disk(self, id):
@@ -217,6 +358,20 @@ class Guest:
         if op == 'device_del':
             self.qmp.execute('device_del', id=args[0])
             return ''
+        if op in ('vu_kill', 'vu_stop', 'vu_start'):
+            d = self._disk(args[0])
+            if d.side != 'vhost-user':
+                raise ValueError('%s is not a vhost-user disk' % d.id)
+            if op == 'vu_start':
+                err = self.start_daemon(d)
+                if err:
+                    raise ValueError(err)
+            else:
+                self.stop_daemon(d.id, signal.SIGKILL if op == 'vu_kill' else signal.SIGTERM)
+            return ''
+        if op == 'blockstats' and args and args[0] in self.disk_by_id and \
+                self.disk_by_id[args[0]].side == 'vhost-user':
+            return self.vu_counts(self.disk_by_id[args[0]])
         if op == 'blockstats':
             for e in self.qmp.execute('query-blockstats'):
                 if self._match(e, args[0]):
@@ -274,6 +429,13 @@ class Guest:
         with open(os.path.join(self.outdir, 'cmdline.txt'), 'w') as f:
             f.write(' '.join(shlex.quote(c) for c in cmd) + '\n')
         self.t0 = time.time()
+        for d in self.disks:
+            if d.side == 'vhost-user':
+                err = self.start_daemon(d)
+                if err:
+                    for id in list(self.daemons):
+                        self.stop_daemon(id)
+                    return Result(False, err, 0.0)
         qlog = open(os.path.join(self.outdir, 'qemu.log'), 'w')
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=qlog, stderr=qlog,
                                      start_new_session=True)
@@ -307,6 +469,8 @@ class Guest:
             if self.qmp:
                 self.qmp.close()
             qlog.close()
+            for id in list(self.daemons):
+                self.stop_daemon(id)
         dur = time.time() - self.t0
         with open(os.path.join(self.outdir, 'host-actions.log'), 'w') as f:
             f.write('\n'.join(self.hostlog) + '\n')

@@ -1,0 +1,53 @@
+# vhost_user: the device side is a qemu-storage-daemon process
+# (vhost-user-blk), which can go away on its own.
+#  1. The daemon is stopped and started again while the guest is idle:
+#     QEMU reconnects (chardev reconnect=1), what was written reads back,
+#     verified I/O goes on.
+#  2. The daemon is killed (SIGKILL) under writes: I/O stalls. QMP
+#     device_del removes the disk: after VBBLK_DEAD_SECS (10) without a
+#     completion the driver resets the device and fails what it held, the
+#     writer ends with I/O errors, the disk goes away; no oops, no hang.
+. /tests/lib.sh
+drv_load
+d=$(disk_by_serial VU-1)
+log "disk $d"
+
+run_fio --name=before --filename=/dev/$d --rw=write --bs=64k --size=16m --direct=1 \
+	--ioengine=libaio --iodepth=8 --verify=crc32c --do_verify=1 --verify_fatal=1
+s1=$(devsum $d 16)
+
+log "idle: stopping the daemon, then starting it again"
+hostcmd vu_stop vu1 > /dev/null || fail "vu_stop"
+sleep 2
+hostcmd vu_start vu1 > /dev/null || fail "vu_start"
+sleep 3
+expect_eq "data after reconnect" "$(devsum $d 16)" "$s1"
+run_fio --name=after --filename=/dev/$d --rw=randwrite --bs=4k --size=8m --offset=32m \
+	--direct=1 --ioengine=libaio --iodepth=16 --verify=crc32c --do_verify=1 --verify_fatal=1
+
+log "killing the daemon under writes"
+touch /tmp/.allow_io_errors
+fio --name=dying --filename=/dev/$d --rw=randwrite --bs=4k --size=32m --direct=1 \
+	--ioengine=libaio --iodepth=32 --time_based --runtime=300 > /tmp/fio-dying.out 2>&1 &
+pid=$!
+sleep 3
+kill -0 $pid 2>/dev/null || { cat /tmp/fio-dying.out; fail "fio ended before the kill"; }
+hostcmd vu_kill vu1 > /dev/null || fail "vu_kill"
+sleep 3
+kill -0 $pid 2>/dev/null || fail "fio ended although its device is gone (no stall?)"
+log "QMP device_del vu1 with the daemon dead"
+hostcmd device_del vu1 > /dev/null || fail "device_del failed"
+wait_gone $d 45 || fail "$d still present 45s after device_del"
+i=0
+while kill -0 $pid 2>/dev/null; do
+	sleep 0.5; i=$((i + 1))
+	[ $i -lt 60 ] || fail "fio still running 30s after the disk went"
+done
+grep -q 'err=' /tmp/fio-dying.out || { cat /tmp/fio-dying.out; fail "fio saw no error"; }
+log "fio: $(grep -o 'err=[^,]*' /tmp/fio-dying.out | head -n 1)"
+if [ "$DRIVER" = vbblk ]; then
+	dmesg | grep -q 'commands on the rings: failing them' ||
+		fail "no 'failing them' line: who ended the stall?"
+fi
+drv_unload
+log "vhost_user ok"
