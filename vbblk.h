@@ -279,6 +279,7 @@ struct vbblk_bio_cmd {
 	unsigned int bytes;
 	sector_t end;			/* first sector after the data */
 	unsigned long start_time;	/* I/O accounting */
+	unsigned int acct_sectors;	/* what start_time accounted */
 	u8 stage;			/* flush emulation step */
 	bool postflush;			/* FUA: flush after the data */
 	bool retrying;			/* failed batch: one bio at a time */

@@ -278,7 +278,8 @@ static int vbblk_scsi_read_capacity(struct vbblk_sg *sg, bool c16)
 	put_unaligned_be64(last, &b[0]);
 	put_unaligned_be32(g.lbs, &b[8]);
 	b[13] = ilog2(queue_physical_block_size(q) / g.lbs) & 0x0f;
-	align = q->limits.misaligned ? 0 : q->limits.alignment_offset;
+	align = vbblk_limits_misaligned(&q->limits) ? 0 :
+		q->limits.alignment_offset;
 	if (align > 0)
 		put_unaligned_be16((align / g.lbs) & 0x3fff, &b[14]);
 	if (sg->vblk->has_discard)

@@ -91,7 +91,11 @@ static enum vbblk_scsi_access vbblk_scsi_access(u8 opcode)
 	}
 }
 
-/* An iterator over the caller's data buffer, @len bytes at most. */
+/*
+ * An iterator over the caller's data buffer, @len bytes at most. @one is
+ * import_iovec()'s fast array: a single segment is copied there (since
+ * 6.4 always, so it must exist); *@vec is what was allocated, for kfree().
+ */
 static int vbblk_sg_iter(struct vbblk_sg *sg, int dir, unsigned int len,
 			 struct iov_iter *iter, struct iovec *one,
 			 struct iovec **vec)
@@ -100,7 +104,8 @@ static int vbblk_sg_iter(struct vbblk_sg *sg, int dir, unsigned int len,
 
 	*vec = NULL;
 	if (sg->iovec_count) {
-		ret = import_iovec(dir, sg->dxferp, sg->iovec_count, 0, vec,
+		*vec = one;
+		ret = import_iovec(dir, sg->dxferp, sg->iovec_count, 1, vec,
 				   iter);
 		if (ret < 0)
 			return ret;
@@ -278,7 +283,7 @@ static int vbblk_sg_prepare(struct vbblk_sg *sg, struct sg_io_hdr *hdr,
 			    vbblk_open_mode_t mode, bool *write_cmd)
 {
 	struct vbblk *vblk = sg->vblk;
-	struct iovec *vec = NULL;
+	struct iovec one, *vec = &one;
 	struct iov_iter iter;
 	ssize_t total;
 
@@ -336,7 +341,7 @@ static int vbblk_sg_prepare(struct vbblk_sg *sg, struct sg_io_hdr *hdr,
 	/* With an iovec the shorter of it and dxfer_len is the buffer. */
 	if (hdr->iovec_count && sg->dxfer_len) {
 		total = import_iovec(ITER_DEST, hdr->dxferp, hdr->iovec_count,
-				     0, &vec, &iter);
+				     1, &vec, &iter);
 		if (total < 0)
 			return total;
 		kfree(vec);

@@ -197,8 +197,8 @@ static void vbblk_bio_end_chain(struct bio *bio, blk_status_t st)
 static void vbblk_bio_cmd_finish(struct vbblk_bio_cmd *cmd, enum req_op op)
 {
 	if (cmd->start_time)
-		bdev_end_io_acct(cmd->vq->vblk->disk->part0, op,
-				 cmd->start_time);
+		vbblk_end_io_acct(cmd->vq->vblk->disk->part0, op,
+				  cmd->acct_sectors, cmd->start_time);
 	vbblk_bio_cmd_free(cmd);
 }
 
@@ -277,10 +277,14 @@ void vbblk_bio_cmd_dispatch(struct vbblk_bio_cmd *cmd, bool plugged)
 	unsigned long flags;
 	bool ok, notify = false;
 
-	if (!cmd->start_time && cmd->bytes && blk_queue_io_stat(vblk->disk->queue))
-		cmd->start_time = bdev_start_io_acct(vblk->disk->part0,
-						     cmd->bytes >> SECTOR_SHIFT,
-						     bio_op(cmd->bio), jiffies);
+	if (!cmd->start_time && cmd->bytes &&
+	    blk_queue_io_stat(vblk->disk->queue)) {
+		/* bytes shrinks while a failed batch is retried: keep it. */
+		cmd->acct_sectors = cmd->bytes >> SECTOR_SHIFT;
+		cmd->start_time = vbblk_start_io_acct(vblk->disk->part0,
+						      cmd->acct_sectors,
+						      bio_op(cmd->bio), jiffies);
+	}
 
 	spin_lock_irqsave(&vq->lock, flags);
 	ok = !READ_ONCE(vblk->broken) && vbblk_bio_queue_locked(vq, cmd);
@@ -555,7 +559,7 @@ static void vbblk_bio_submit_range(struct vbblk *vblk, struct bio *bio)
 	u32 type;
 
 	vbblk_op_type(bio_op(bio), &type);
-	/* Not always split for us by 6.1: see vbblk_set_limits(). */
+	/* Not always split for us by 6.1: see vbblk_build_limits(). */
 	if (type == VIRTIO_BLK_T_SECURE_ERASE &&
 	    bio_sectors(bio) > q->limits.max_secure_erase_sectors) {
 		struct bio *split;
@@ -625,7 +629,6 @@ void vbblk_submit_bio(struct bio *bio)
 
 int vbblk_bio_init(struct vbblk *vblk)
 {
-	struct request_queue *q = vblk->disk->queue;
 	unsigned int i;
 
 	vblk->depth = min(vbblk_queue_depth,
@@ -656,10 +659,6 @@ int vbblk_bio_init(struct vbblk *vblk)
 	}
 
 	vbblk_batch_init(vblk);
-	blk_queue_flag_set(QUEUE_FLAG_NOWAIT, q);
-	if (vblk->num_poll_vqs)
-		blk_queue_flag_set(QUEUE_FLAG_POLL, q);
-	blk_queue_flag_set(QUEUE_FLAG_IO_STAT, q);
 	return 0;
 fail:
 	vbblk_bio_exit(vblk);

@@ -247,10 +247,9 @@ static bool vbblk_writeback(struct virtio_device *vdev)
  * complete), so it says so, and upper layers may send FUA writes instead
  * of a write plus a separate flush.
  */
-static void vbblk_set_write_cache(struct vbblk *vblk, struct request_queue *q)
+static bool vbblk_fua(struct vbblk *vblk)
 {
-	blk_queue_write_cache(q, vbblk_writeback(vblk->vdev),
-			      vblk->mode == VBBLK_MODE_BIO);
+	return vblk->mode == VBBLK_MODE_BIO;
 }
 
 static ssize_t cache_type_store(struct device *dev,
@@ -259,7 +258,7 @@ static ssize_t cache_type_store(struct device *dev,
 {
 	struct gendisk *disk = dev_to_disk(dev);
 	struct vbblk *vblk = disk->private_data;
-	int i;
+	int i, err;
 
 	i = sysfs_match_string(vbblk_cache_types, buf);
 	if (i < 0)
@@ -272,9 +271,11 @@ static ssize_t cache_type_store(struct device *dev,
 	}
 	virtio_cwrite8(vblk->vdev, offsetof(struct virtio_blk_config, wce), i);
 	/* Report what the device accepted, not what we asked for. */
-	vbblk_set_write_cache(vblk, disk->queue);
+	err = vbblk_update_write_cache(disk->queue,
+				       vbblk_writeback(vblk->vdev),
+				       vbblk_fua(vblk));
 	mutex_unlock(&vblk->vdev_mutex);
-	return count;
+	return err ? err : count;
 }
 
 /* Is the write cache on now? False once the device is gone. */
@@ -474,7 +475,13 @@ static unsigned int vbblk_wanted_vqs(struct virtio_device *vdev,
 	return io + *npoll;
 }
 
-static int vbblk_set_limits(struct vbblk *vblk, struct request_queue *q)
+/*
+ * The disk's limits and features, from the device configuration. Nothing
+ * is allocated yet: the compat helpers hand both to the allocation or set
+ * them on the new queue, whichever the kernel wants.
+ */
+static int vbblk_build_limits(struct vbblk *vblk, struct queue_limits *lim,
+			      struct vbblk_features *feat)
 {
 	struct virtio_device *vdev = vblk->vdev;
 	u32 v, sg_elems = 1, size_max;
@@ -482,6 +489,9 @@ static int vbblk_set_limits(struct vbblk *vblk, struct request_queue *q)
 	u8 exp, align;
 	u16 min_io;
 	int err;
+
+	memset(lim, 0, sizeof(*lim));
+	memset(feat, 0, sizeof(*feat));
 
 	/*
 	 * Segments: seg_max (device-provided; 0 means one), and never more
@@ -503,15 +513,15 @@ static int vbblk_set_limits(struct vbblk *vblk, struct request_queue *q)
 	}
 	sg_elems = min_t(u32, sg_elems, USHRT_MAX);
 	vblk->sg_elems = sg_elems;
-	blk_queue_max_segments(q, sg_elems);
+	lim->max_segments = sg_elems;
 
 	/* size_max 0 says nothing; the block layer raises tiny ones to a page. */
 	size_max = virtio_max_dma_size(vdev);
 	if (!virtio_cread_feature(vdev, VIRTIO_BLK_F_SIZE_MAX,
 				  struct virtio_blk_config, size_max, &v) && v)
 		size_max = min(size_max, v);
-	blk_queue_max_segment_size(q, size_max);
-	blk_queue_max_hw_sectors(q, UINT_MAX);
+	lim->max_segment_size = size_max;
+	lim->max_hw_sectors = UINT_MAX;
 
 	if (!virtio_cread_feature(vdev, VIRTIO_BLK_F_BLK_SIZE,
 				  struct virtio_blk_config, blk_size, &lbs)) {
@@ -520,33 +530,31 @@ static int vbblk_set_limits(struct vbblk *vblk, struct request_queue *q)
 			return -EINVAL;
 		}
 	}
-	blk_queue_logical_block_size(q, lbs);
-	blk_queue_physical_block_size(q, lbs);
+	lim->logical_block_size = lbs;
+	lim->physical_block_size = lbs;
 
 	if (virtio_has_feature(vdev, VIRTIO_BLK_F_TOPOLOGY)) {
 		virtio_cread(vdev, struct virtio_blk_config,
 			     physical_block_exp, &exp);
 		if (exp < 16)
-			blk_queue_physical_block_size(q, lbs << exp);
+			lim->physical_block_size = lbs << exp;
 		virtio_cread(vdev, struct virtio_blk_config,
 			     alignment_offset, &align);
-		if (align)
-			blk_queue_alignment_offset(q, lbs * align);
+		lim->alignment_offset = lbs * align;
 		virtio_cread(vdev, struct virtio_blk_config, min_io_size,
 			     &min_io);
-		if (min_io)
-			blk_queue_io_min(q, lbs * min_io);
+		lim->io_min = lbs * min_io;
 		virtio_cread(vdev, struct virtio_blk_config, opt_io_size, &v);
-		if (v)
-			blk_queue_io_opt(q, lbs * v);
+		lim->io_opt = lbs * v;
 	}
 
-	vbblk_set_write_cache(vblk, q);
+	feat->write_cache = vbblk_writeback(vdev);
+	feat->fua = vbblk_fua(vblk);
 
 	if (virtio_has_feature(vdev, VIRTIO_BLK_F_DISCARD)) {
 		virtio_cread(vdev, struct virtio_blk_config,
 			     max_discard_sectors, &v);
-		blk_queue_max_discard_sectors(q, v ? v : UINT_MAX);
+		lim->max_hw_discard_sectors = v ? v : UINT_MAX;
 		virtio_cread(vdev, struct virtio_blk_config,
 			     discard_sector_alignment, &v);
 		/*
@@ -554,20 +562,20 @@ static int vbblk_set_limits(struct vbblk *vblk, struct request_queue *q)
 		 * block) means lbs; the block layer rounds with power-of-2
 		 * masks, so anything else is rounded down to one.
 		 */
-		q->limits.discard_granularity =
+		lim->discard_granularity =
 			v && v <= (U32_MAX >> SECTOR_SHIFT) &&
 			(v << SECTOR_SHIFT) >= lbs ?
 			rounddown_pow_of_two(v << SECTOR_SHIFT) : lbs;
 		virtio_cread(vdev, struct virtio_blk_config,
 			     max_discard_seg, &v);
-		blk_queue_max_discard_segments(q,
-			clamp_t(u32, v, 1, VBBLK_MAX_RANGES));
+		lim->max_discard_segments = clamp_t(u32, v, 1,
+						    VBBLK_MAX_RANGES);
 	}
 
 	if (virtio_has_feature(vdev, VIRTIO_BLK_F_WRITE_ZEROES)) {
 		virtio_cread(vdev, struct virtio_blk_config,
 			     max_write_zeroes_sectors, &v);
-		blk_queue_max_write_zeroes_sectors(q, v ? v : UINT_MAX);
+		lim->max_write_zeroes_sectors = v ? v : UINT_MAX;
 		virtio_cread(vdev, struct virtio_blk_config,
 			     write_zeroes_may_unmap, &align);
 		vblk->wz_may_unmap = align;
@@ -580,31 +588,29 @@ static int vbblk_set_limits(struct vbblk *vblk, struct request_queue *q)
 			dev_err(&vdev->dev, "secure erase offered with max_secure_erase_sectors 0\n");
 			return -EINVAL;
 		}
-		blk_queue_max_secure_erase_sectors(q, v);
+		lim->max_secure_erase_sectors = v;
 		/*
 		 * 6.1 splits secure erase bios by the discard limit, so keep
 		 * that within both. (Without DISCARD it cannot be set without
 		 * enabling discard; vbblk_bio_submit_range() checks the size.)
 		 */
 		if (virtio_has_feature(vdev, VIRTIO_BLK_F_DISCARD))
-			blk_queue_max_discard_sectors(q,
-				min(q->limits.max_discard_sectors, v));
+			lim->max_hw_discard_sectors =
+				min(lim->max_hw_discard_sectors, v);
 		virtio_cread(vdev, struct virtio_blk_config,
 			     max_secure_erase_seg, &v);
-		/* Discard and secure erase share one segment limit in 6.1. */
+		/* Discard and secure erase share one segment limit. */
 		v = clamp_t(u32, v, 1, VBBLK_MAX_RANGES);
 		if (virtio_has_feature(vdev, VIRTIO_BLK_F_DISCARD))
-			v = min(v, queue_max_discard_segments(q));
-		blk_queue_max_discard_segments(q, v);
+			v = min_t(u32, v, lim->max_discard_segments);
+		lim->max_discard_segments = v;
 		virtio_cread(vdev, struct virtio_blk_config,
 			     secure_erase_sector_alignment, &v);
 		if (v)
-			q->limits.discard_granularity =
-				max(q->limits.discard_granularity,
+			lim->discard_granularity =
+				max(lim->discard_granularity,
 				    v << SECTOR_SHIFT);
 	}
-
-	blk_queue_flag_set(QUEUE_FLAG_VIRT, q);
 	return 0;
 }
 
@@ -613,12 +619,14 @@ static int vbblk_set_limits(struct vbblk *vblk, struct request_queue *q)
  * mode: a bio-based disk, plus a blk-mq queue without a disk that carries
  * passthrough commands over the same virtqueues.
  */
-static int vbblk_alloc_queues(struct vbblk *vblk)
+static int vbblk_alloc_queues(struct vbblk *vblk,
+			      const struct queue_limits *lim,
+			      struct vbblk_features *feat)
 {
 	int err;
 
 	if (vblk->mode == VBBLK_MODE_REQUEST) {
-		vblk->disk = vbblk_alloc_disk(&vblk->tag_set, vblk);
+		vblk->disk = vbblk_alloc_disk(&vblk->tag_set, lim, feat, vblk);
 		if (IS_ERR(vblk->disk))
 			return PTR_ERR(vblk->disk);
 		vblk->rq_queue = vblk->disk->queue;
@@ -626,10 +634,17 @@ static int vbblk_alloc_queues(struct vbblk *vblk)
 		return 0;
 	}
 
-	vblk->rq_queue = vbblk_alloc_queue(&vblk->tag_set, vblk);
+	vblk->rq_queue = vbblk_alloc_queue(&vblk->tag_set, lim, feat, vblk);
 	if (IS_ERR(vblk->rq_queue))
 		return PTR_ERR(vblk->rq_queue);
-	vblk->disk = vbblk_alloc_bio_disk();
+	/*
+	 * What blk-mq gives its own queues the bio path provides itself:
+	 * REQ_NOWAIT, I/O accounting, and polling when it has poll queues.
+	 */
+	feat->nowait = true;
+	feat->io_stat = true;
+	feat->poll = vblk->num_poll_vqs;
+	vblk->disk = vbblk_alloc_bio_disk(lim, feat);
 	if (IS_ERR_OR_NULL(vblk->disk)) {
 		err = vblk->disk ? PTR_ERR(vblk->disk) : -ENOMEM;
 		vbblk_free_queue(vblk->rq_queue);
@@ -677,6 +692,8 @@ static void vbblk_dead_check(struct work_struct *work)
 
 static int vbblk_probe(struct virtio_device *vdev)
 {
+	struct vbblk_features feat;
+	struct queue_limits lim;
 	unsigned int want, npoll;
 	struct vbblk *vblk;
 	int err;
@@ -711,7 +728,11 @@ static int vbblk_probe(struct virtio_device *vdev)
 	if (err)
 		goto out_del_vqs;
 
-	err = vbblk_alloc_queues(vblk);
+	err = vbblk_build_limits(vblk, &lim, &feat);
+	if (err)
+		goto out_free_tags;
+
+	err = vbblk_alloc_queues(vblk, &lim, &feat);
 	if (err)
 		goto out_free_tags;
 
@@ -724,12 +745,6 @@ static int vbblk_probe(struct virtio_device *vdev)
 	vblk->disk->first_minor = vblk->index << VBBLK_PART_BITS;
 	vblk->disk->minors = 1 << VBBLK_PART_BITS;
 	vblk->disk->private_data = vblk;
-
-	err = vbblk_set_limits(vblk, vblk->disk->queue);
-	if (!err && vblk->rq_queue != vblk->disk->queue)
-		err = vbblk_set_limits(vblk, vblk->rq_queue);
-	if (err)
-		goto out_free_index;
 
 	if (vblk->mode == VBBLK_MODE_BIO) {
 		err = vbblk_bio_init(vblk);
