@@ -12,6 +12,7 @@ PKGS=(
 	coreutils findutils python3-matplotlib sg3-utils
 	nbdkit nbdkit-plugin-dev
 	dkms udev openssl
+	linux-image-6.12-amd64 linux-headers-6.12-amd64
 )
 
 SUDO=

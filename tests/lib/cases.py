@@ -374,6 +374,58 @@ TESTS.append(Test('dkms', lambda: [], vbblk_only=True, modes=('',), host=_dkms,
                       'DKMS-built module boots from updates/dkms and passes verified I/O'))
 
 
+# ---- other kernels ------------------------------------------------------------
+KERNELS_SUBSET = ('integrity[bio]', 'integrity[request]', 'flush[bio]', 'batching[bio]',
+                  'sg_io[bio]', 'vhost_user[bio,vhost-user]')
+
+
+def _kernels(outdir, ctx):
+    """Build the module for every other usable kernel (its own copy of the
+    source, so the repo's vbblk.ko stays) and run a subset of the suite on
+    it with a nested tests/run."""
+    import re
+    import subprocess
+    import sys
+    import kver
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    others = kver.others()
+    if not others:
+        return ('no second kernel with /boot/vmlinuz, modules and headers '
+                '(scripts/install-deps.sh installs 6.12)')
+    os.makedirs(outdir, exist_ok=True)
+    for v in others:
+        sub = os.path.join(outdir, v)
+        log = os.path.join(outdir, '%s.log' % v)
+        with open(log, 'w') as f:
+            r = subprocess.run(['make', '-C', repo, 'dkms-src', 'DESTDIR=' + sub + '/src'],
+                               stdout=f, stderr=subprocess.STDOUT)
+            src = [os.path.join(sub, 'src/usr/src', d)
+                   for d in os.listdir(os.path.join(sub, 'src/usr/src'))] if r.returncode == 0 else []
+            if not src:
+                return '%s: could not export the source (see %s)' % (v, log)
+            if subprocess.run(['make', '-C', src[0], 'KDIR=' + kver.kdir(v), 'W=1'],
+                              stdout=f, stderr=subprocess.STDOUT).returncode:
+                return '%s: module build failed (see %s)' % (v, log)
+            f.flush()
+            if re.search(r'warning:', open(log).read()):
+                return '%s: the W=1 build warns (see %s)' % (v, log)
+            env = dict(os.environ, KVER=v, OUT=os.path.join(sub, 'out'),
+                       VBBLK_KO=os.path.join(src[0], 'vbblk.ko'))
+            env.pop('VBBLK_PARAMS', None)
+            r = subprocess.run([sys.executable, os.path.join(repo, 'tests', 'run')] +
+                               list(KERNELS_SUBSET), env=env, stdout=f, stderr=subprocess.STDOUT)
+        out = open(log).read()
+        if r.returncode or not re.search(r'^%d passed, 0 failed' % len(KERNELS_SUBSET), out, re.M):
+            fails = re.findall(r'^FAIL .*$', out, re.M)
+            return '%s: %s (see %s)' % (v, '; '.join(fails)[:300] or 'nested run failed', log)
+    return None
+
+
+TESTS.append(Test('kernels', lambda: [], vbblk_only=True, modes=('',), host=_kernels,
+                  doc='for every other installed kernel (6.12 with scripts/install-deps.sh): the '
+                      'module builds W=1-clean and %s pass on it' % ' '.join(KERNELS_SUBSET)))
+
+
 # --------------------------------------------------------------------------
 def _bench_smoke(outdir, ctx=None):
     """Run bench/compare small and check what it must produce."""

@@ -141,7 +141,9 @@ def run_dkms(outdir, ctx):
         return 'dkms is not installed (scripts/install-deps.sh installs it)'
     ver, version = ctx['kver'], _version()
     ko = '/lib/modules/%s/updates/dkms/vbblk.ko' % ver
-    mk = ['make', '-C', REPO, 'DKMS_KERNELS=' + ver]
+    # every kernel with headers, as a user's `make dkms-install` does
+    kernels = [ver] + [k for k in kv.others()]
+    mk = ['make', '-C', REPO, 'DKMS_KERNELS=' + ' '.join(kernels)]
     try:
         return _dkms_cycle(outdir, ctx, log, ver, version, ko, mk)
     except Fail as e:
@@ -153,13 +155,16 @@ def run_dkms(outdir, ctx):
 
 
 def _dkms_cycle(outdir, ctx, log, ver, version, ko, mk):
+    """mk: make with DKMS_KERNELS set; ver: the guest kernel, which also
+    gets the upgrade-hook check and the boot."""
     # a previous, interrupted run of this version
     if _sh(log, ['dkms', 'status', 'vbblk/%s' % version]).strip():
         _sh(log, mk + ['dkms-uninstall'])
     _sh(log, mk + ['dkms-install'])
-    st = _dkms_status(log, version, ver)
-    if 'installed' not in st:
-        raise Fail('after make dkms-install, dkms status says %r' % st)
+    for k in mk[-1].split('=', 1)[1].split():
+        st = _dkms_status(log, version, k)
+        if 'installed' not in st:
+            raise Fail('after make dkms-install, dkms status for %s says %r' % (k, st))
     if not os.path.isfile(ko):
         raise Fail('dkms install: no %s' % ko)
     found = _sh(log, ['modinfo', '-k', ver, '-F', 'filename', 'vbblk']).strip()
