@@ -48,7 +48,7 @@ BINARIES = [
     ('/usr/bin/sg_turs', []), ('/usr/bin/sg_sync', []), ('/usr/bin/sg_dd', []),
     ('/usr/bin/sg_unmap', []), ('/usr/bin/sg_write_same', []), ('/usr/bin/sg_modes', []),
     ('/usr/bin/sg_luns', []), ('/usr/bin/sg_requests', []), ('/usr/bin/sg_raw', []),
-    ('/usr/bin/kmod', ['/sbin/depmod', '/usr/sbin/modprobe', '/usr/sbin/insmod', '/usr/sbin/rmmod',
+    ('/usr/bin/kmod', ['/usr/sbin/modprobe', '/usr/sbin/insmod', '/usr/sbin/rmmod',
                        '/usr/sbin/lsmod', '/usr/sbin/modinfo', '/usr/sbin/depmod',
                        '/sbin/modprobe']),
 ]
@@ -186,10 +186,9 @@ def main():
         for r in UDEV_RULES:
             copy_file(r, stage)
         have_vbblk = False
-    elif have_vbblk:
-        copy_file(a.vbblk_ko, stage, '%s/%s/vbblk.ko' % (mdir, a.vbblk_dir))
-        run(['depmod', '-b', stage, ver])
     else:
+        if have_vbblk:
+            copy_file(a.vbblk_ko, stage, '%s/%s/vbblk.ko' % (mdir, a.vbblk_dir))
         run(['depmod', '-b', stage, ver])
 
     # scripts

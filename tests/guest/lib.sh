@@ -76,18 +76,16 @@ disk_by_serial() {
 				_d=${_b##*/}
 				if [ -b "/dev/$_d" ]; then echo "$_d"; return 0; fi
 			done
-			sleep 0.1
-			_i=$((_i + 1))
-			continue
+		else
+			for _f in /sys/block/vd*/serial; do
+				[ -r "$_f" ] || continue
+				if [ "$(cat "$_f" 2>/dev/null)" = "$_s" ]; then
+					_d=${_f#/sys/block/}
+					_d=${_d%/serial}
+					if [ -b "/dev/$_d" ]; then echo "$_d"; return 0; fi
+				fi
+			done
 		fi
-		for _f in /sys/block/vd*/serial; do
-			[ -r "$_f" ] || continue
-			if [ "$(cat "$_f" 2>/dev/null)" = "$_s" ]; then
-				_d=${_f#/sys/block/}
-				_d=${_d%/serial}
-				if [ -b "/dev/$_d" ]; then echo "$_d"; return 0; fi
-			fi
-		done
 		sleep 0.1
 		_i=$((_i + 1))
 	done

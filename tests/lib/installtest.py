@@ -142,10 +142,10 @@ def run_dkms(outdir, ctx):
     ver, version = ctx['kver'], _version()
     ko = '/lib/modules/%s/updates/dkms/vbblk.ko' % ver
     # every kernel with headers, as a user's `make dkms-install` does
-    kernels = [ver] + [k for k in kv.others()]
+    kernels = [ver] + kv.others()
     mk = ['make', '-C', REPO, 'DKMS_KERNELS=' + ' '.join(kernels)]
     try:
-        return _dkms_cycle(outdir, ctx, log, ver, version, ko, mk)
+        return _dkms_cycle(outdir, ctx, log, ver, kernels, version, ko, mk)
     except Fail as e:
         return str(e)
     finally:
@@ -154,14 +154,14 @@ def run_dkms(outdir, ctx):
             _sh(log, mk + ['dkms-uninstall'], check=False)
 
 
-def _dkms_cycle(outdir, ctx, log, ver, version, ko, mk):
-    """mk: make with DKMS_KERNELS set; ver: the guest kernel, which also
-    gets the upgrade-hook check and the boot."""
+def _dkms_cycle(outdir, ctx, log, ver, kernels, version, ko, mk):
+    """mk: make with DKMS_KERNELS=kernels; ver: the guest kernel, which
+    also gets the upgrade-hook check and the boot."""
     # a previous, interrupted run of this version
     if _sh(log, ['dkms', 'status', 'vbblk/%s' % version]).strip():
         _sh(log, mk + ['dkms-uninstall'])
     _sh(log, mk + ['dkms-install'])
-    for k in mk[-1].split('=', 1)[1].split():
+    for k in kernels:
         st = _dkms_status(log, version, k)
         if 'installed' not in st:
             raise Fail('after make dkms-install, dkms status for %s says %r' % (k, st))

@@ -98,6 +98,11 @@ class Disk:
                 f.write(self.blkdebug_config)
 
     # ---- vhost-user-blk: the device lives in a qemu-storage-daemon -------
+    @property
+    def queues(self):
+        """num-queues; the export and the device must be given the same."""
+        return int(self.props.get('num-queues', 1))
+
     def vu_paths(self, outdir):
         base = os.path.join(outdir, 'qsd-%s' % self.id)
         return dict(sock=base + '.sock', qmp=base + '.qmp', log=base + '.log',
@@ -127,8 +132,7 @@ class Disk:
         return ['qemu-storage-daemon'] + nodes + [
                 '--export', 'type=vhost-user-blk,id=exp-%s,node-name=%s,addr.type=unix,'
                 'addr.path=%s,writable=%s,num-queues=%d'
-                % (self.id, self.id, p['sock'], 'off' if self.read_only else 'on',
-                   int(self.props.get('num-queues', 1))),
+                % (self.id, self.id, p['sock'], 'off' if self.read_only else 'on', self.queues),
                 '--chardev', 'socket,id=qmp,path=%s,server=on,wait=off' % p['qmp'],
                 '--monitor', 'chardev=qmp',
                 '--trace', 'enable=luring_co_submit,file=%s' % p['trace'],
@@ -141,7 +145,7 @@ class Disk:
             # num-queues: the device's default asks for more than the daemon serves
             dev = ['vhost-user-blk-pci', 'chardev=vu-%s' % self.id, 'id=%s' % self.id,
                    'addr=0x%x' % self.vu_slot,
-                   'num-queues=%d' % int(self.props.get('num-queues', 1))]
+                   'num-queues=%d' % self.queues]
             for k, v in self.props.items():
                 if k != 'num-queues':
                     dev.append('%s=%s' % (k, v))
@@ -233,6 +237,7 @@ class Guest:
         self.disk_by_id = {d.id: d for d in self.disks}
         self.hostlog = []
         self.daemons = {}   # disk id -> qemu-storage-daemon Popen (vhost-user disks)
+        self.vu_seen = {}   # disk id -> (trace bytes counted, [reads, writes, flushes])
         for i, d in enumerate(d for d in self.disks if d.side == 'vhost-user'):
             d.vu_slot = VU_SLOT0 + i
 
@@ -286,6 +291,8 @@ class Guest:
         for k in ('sock', 'qmp'):
             if os.path.exists(p[k]):
                 os.unlink(p[k])
+        # a new daemon writes its trace afresh: count it from the start
+        self.vu_seen.pop(d.id, None)
         log = open(p['log'], 'a')
         proc = subprocess.Popen(d.daemon_args(self.outdir), stdin=subprocess.DEVNULL,
                                 stdout=log, stderr=log, start_new_session=True)
@@ -319,19 +326,27 @@ class Guest:
         as they reach its block layer (blk_co_preadv/pwritev), flushes as it
         sends them to the image file (io_uring submissions of type 8,
         QEMU_AIO_FLUSH; QEMU's block layer drops a flush that follows no
-        write, so there may be fewer than the guest sent)."""
-        rd = wr = fl = 0
+        write, so there may be fewer than the guest sent). Each call reads
+        only what the trace gained since the last one: the bench asks twice
+        per timed run, while the guest runs."""
+        off, n = self.vu_seen.get(d.id, (0, [0, 0, 0]))
         try:
-            for line in open(d.vu_paths(self.outdir)['trace'], errors='replace'):
-                if 'blk_co_preadv ' in line:
-                    rd += 1
-                elif 'blk_co_pwritev ' in line:
-                    wr += 1
-                elif re.search(r'luring_co_submit .* type 8$', line.rstrip()):
-                    fl += 1
+            with open(d.vu_paths(self.outdir)['trace'], 'rb') as f:
+                f.seek(off)
+                data = f.read()
         except OSError:
-            pass
-        return 'rd_operations=%d\nwr_operations=%d\nflush_operations=%d\n' % (rd, wr, fl)
+            data = b''
+        # count whole lines only; a partly written one waits for the next call
+        data = data[:data.rfind(b'\n') + 1]
+        for line in data.decode(errors='replace').splitlines():
+            if 'blk_co_preadv ' in line:
+                n[0] += 1
+            elif 'blk_co_pwritev ' in line:
+                n[1] += 1
+            elif re.search(r'luring_co_submit .* type 8$', line.rstrip()):
+                n[2] += 1
+        self.vu_seen[d.id] = (off + len(data), n)
+        return 'rd_operations=%d\nwr_operations=%d\nflush_operations=%d\n' % tuple(n)
 
     # ---- host actions ------------------------------------------------
     def _disk(self, id):
