@@ -1,7 +1,10 @@
 # batching: how bios become device requests in bio mode, counted on the
 # device side (QMP query-blockstats) and by the driver (/sys/block/vdX/vbblk).
 #  1. 4k sequential O_DIRECT writes and reads submitted 16 at a time reach
-#     the device as at most 1 request per 16 bios; the data verifies.
+#     the device as 1 request per 16 bios; the data verifies. A plug the
+#     scheduler cuts (a move to the other CPU's batch, or a sleep that
+#     flushes the plug, inside one io_submit()) costs one more request:
+#     up to 8 extra are allowed, so broken batching (4096) still fails.
 #  2. 4k random reads are not merged.
 #  3. A lone bio on an idle queue is never held: QD1 sequential reads give
 #     exactly one request per bio, all sent at once (or, since 6.10, where
@@ -43,12 +46,12 @@ snap
 run_fio $common $bsub --rw=write --verify=crc32c --do_verify=0
 delta "seq write, batches of 16"
 [ "$DB" -eq 4096 ] || fail "expected 4096 bios, got $DB"
-[ "$DW" -le 256 ] || fail "seq write: $DW device writes for 4096 bios (want <= 256)"
+[ "$DW" -le $((256 + 8)) ] || fail "seq write: $DW device writes for 4096 bios (want 256, + up to 8 cut plugs)"
 [ "$DQ" -eq "$DW" ] || fail "driver counted $DQ requests, device saw $DW writes"
 snap
 run_fio $common $bsub --rw=read
 delta "seq read, batches of 16"
-[ "$DR" -le 256 ] || fail "seq read: $DR device reads for 4096 bios (want <= 256)"
+[ "$DR" -le $((256 + 8)) ] || fail "seq read: $DR device reads for 4096 bios (want 256, + up to 8 cut plugs)"
 [ "$DQ" -eq "$DR" ] || fail "driver counted $DQ requests, device saw $DR reads"
 run_fio $common --ioengine=libaio --iodepth=32 --rw=write --verify=crc32c --verify_only=1
 
