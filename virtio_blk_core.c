@@ -102,7 +102,7 @@ VBBLK_UINT_PARAM(num_queues, vbblk_num_queues, 1, VBBLK_MAX_QUEUES, 0444,
 VBBLK_UINT_PARAM(queue_depth, vbblk_queue_depth, 1, VBBLK_MAX_DEPTH, 0444,
 		 "Commands in flight per queue, 1..1024, capped by the ring size (default: 256)");
 VBBLK_UINT_PARAM(poll_queues, vbblk_poll_queues, 0, VBBLK_MAX_POLL_QUEUES, 0444,
-		 "Virtqueues without interrupts for polled I/O (io_uring IOPOLL, fio hipri), 0..64; taken from the device's queues, leaving at least one for interrupts (default: 0)");
+		 "Virtqueues reaped by polling, interrupts suppressed, for polled I/O (io_uring IOPOLL, fio hipri), 0..64; taken from the device's queues, leaving at least one for interrupts (default: 0)");
 
 /*
  * Booleans, strictly: the kernel's own parser takes any word starting with

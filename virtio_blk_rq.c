@@ -254,7 +254,8 @@ void vbblk_rq_end_cmd(struct vbblk_iohdr *hdr)
 
 /*
  * Interrupt-driven queues follow their vectors' affinity; poll queues,
- * which have no vector, are spread over the CPUs. No separate read map.
+ * whose vectors stay silent and unspread, are spread over the CPUs here.
+ * No separate read map.
  */
 static void vbblk_map_queues(struct blk_mq_tag_set *set)
 {

@@ -159,7 +159,7 @@ void vbblk_vq_kick(struct vbblk_vq *vq)
  * queue_rq stopped its hctx. An interrupt-driven queue's callbacks are
  * re-enabled before returning, and the loop re-checks for buffers that
  * raced with re-enabling, so no completion is left without an interrupt.
- * A poll queue (@polled) has no callback: one pass.
+ * A poll queue (@polled) keeps its callbacks off: one pass.
  */
 static struct vbblk_iohdr *vbblk_vq_reap(struct vbblk_vq *vq, bool polled,
 					 bool *restart)
@@ -231,6 +231,19 @@ static void vbblk_vq_done(struct virtqueue *_vq)
 }
 
 /*
+ * A poll queue's callback. It exists only so the queue gets an interrupt
+ * vector: QEMU hands a vhost-user backend no call eventfd for a queue
+ * without one, and libvhost-user (qemu-storage-daemon) treats its first
+ * signal on such a queue as fatal and drops the connection, which cost a
+ * reconnect (about a second) per polled I/O. Its signals are suppressed
+ * (see vbblk_init_vqs()); one that still comes, such as the first after
+ * the device starts, finds the poller's work left to the poller.
+ */
+static void vbblk_vq_poll_signal(struct virtqueue *_vq)
+{
+}
+
+/*
  * Reap a poll queue: the caller polls for its own I/O (blk-mq ->poll or
  * ->poll_bio). Returns the commands ended.
  */
@@ -251,7 +264,8 @@ int vbblk_vq_poll(struct vbblk_vq *vq)
 int vbblk_init_vqs(struct vbblk *vblk, unsigned int want, unsigned int npoll)
 {
 	struct virtio_device *vdev = vblk->vdev;
-	struct irq_affinity desc = { 0, };
+	/* Poll queues come last: their vectors stay out of the CPU spread. */
+	struct irq_affinity desc = { .post_vectors = npoll };
 	vq_callback_t **callbacks;
 	struct virtqueue **vqs;
 	const char **names;
@@ -280,10 +294,9 @@ int vbblk_init_vqs(struct vbblk *vblk, unsigned int want, unsigned int npoll)
 			snprintf(vq->name, sizeof(vq->name), "req.%u", i);
 			callbacks[i] = vbblk_vq_done;
 		} else {
-			/* No callback: no interrupt vector; reaped by polling. */
 			snprintf(vq->name, sizeof(vq->name), "poll.%u",
 				 i - (want - npoll));
-			callbacks[i] = NULL;
+			callbacks[i] = vbblk_vq_poll_signal;
 		}
 		names[i] = vq->name;
 	}
@@ -294,6 +307,9 @@ int vbblk_init_vqs(struct vbblk *vblk, unsigned int want, unsigned int npoll)
 
 	for (i = 0; i < want; i++)
 		vblk->vqs[i].vq = vqs[i];
+	/* Reaped by polling: ask the device not to signal. */
+	for (i = want - npoll; i < want; i++)
+		virtqueue_disable_cb(vqs[i]);
 	vblk->num_vqs = want;
 	vblk->num_poll_vqs = npoll;
 out:

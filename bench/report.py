@@ -183,6 +183,8 @@ def summarize_backend(meta, bdir):
                                     if virtio and ratio_sum(rounds, 'notifies', 'requests')
                                     is not None else None),
                 'irqs_per_io': ratio_sum(rounds, 'irqs', 'nwin_ios') if virtio else None,
+                # vhost-user: times the daemon dropped the connection in the window
+                'vu_panics': sum(c.get('vu_panics', 0) for c in rounds),
                 'rounds': rounds}
     for wl, cells in out.items():
         st = cells.get('stock')
@@ -190,7 +192,8 @@ def summarize_backend(meta, bdir):
             if c is None:
                 continue
             c['ratio'] = {}
-            if not st:
+            # a cell that measured the daemon's reconnects compares nothing
+            if not st or st['vu_panics'] or c['vu_panics']:
                 continue
             for key in ('iops', 'kinsn', 'requests_per_io', 'notifies_per_io', 'irqs_per_io'):
                 if c.get(key) is not None and st.get(key):
@@ -276,6 +279,13 @@ def report(meta, summaries, profiles):
                 '%.0f (%.0f-%.0f)%s' % (cells[c]['iops'], cells[c]['iops_min'], cells[c]['iops_max'],
                                         fmt_r(cells[c]['ratio'].get('iops'), False))
                 if cells[c] else 'n/a' for c in cfgs)))
+        dropped = ['%s %s (%d x)' % (CFG_LABEL[c], wl, cells[c]['vu_panics'])
+                   for wl, cells in summary.items() for c in cfgs
+                   if cells[c] and cells[c]['vu_panics']]
+        if dropped:
+            L += ['', '**The vhost-user daemon dropped the connection** (`vu_panic` in its log; '
+                  'QEMU reconnects after 1 s) while timing: %s. Those cells measure the '
+                  'reconnects, not the driver, and get no ratios.' % ', '.join(dropped)]
         L += ['', '### Per workload', '']
         for wl, cells in summary.items():
             L += ['**%s**' % wl, '',

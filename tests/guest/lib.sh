@@ -51,12 +51,13 @@ vq_count() {
 	grep -c " $_v-req\." /proc/interrupts
 }
 
-# disk_irqs vdX: interrupts taken by the disk's request virtqueues
-# (virtioN-req.K vectors), summed over all CPUs; 0 for a non-virtio disk
+# disk_irqs vdX [KIND]: interrupts taken by the disk's request virtqueues
+# (virtioN-req.K vectors; KIND=poll: vbblk's poll queues, virtioN-poll.K),
+# summed over all CPUs; 0 for a non-virtio disk
 disk_irqs() {
 	[ -e "/sys/block/$1/device" ] || { echo 0; return; }
 	_v=$(basename "$(readlink -f /sys/block/$1/device)")
-	awk -v dev="$_v" '$0 ~ " "dev"-req\\." { for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+$/) n += $i }
+	awk -v dev="$_v" -v kind="${2:-req}" '$0 ~ " "dev"-"kind"\\." { for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+$/) n += $i }
 		END { print n + 0 }' /proc/interrupts
 }
 

@@ -234,10 +234,10 @@ def _unplug():
     return [Disk('unplug1', '64M', serial='UNPLUG-1'), Disk('unplug2', '64M', serial='UNPLUG-2')]
 
 
-@test('poll', timeout=300)
-def _poll():
-    """poll_queues=1: io_poll on, io_uring and pvsync2 hipri verified with no interrupts,
-    interrupt-driven I/O beside it, clean unload"""
+@test('poll', timeout=300, sides=('main', 'vhost-user'))
+def _poll(side='main'):
+    """poll_queues=1: io_poll on, io_uring hipri verified with (almost) no interrupts,
+    interrupt-driven I/O beside it, clean unload; main loop and vhost-user"""
     return [Disk('polld', '64M', serial='POLL-1', props={'num-queues': 3})]
 
 

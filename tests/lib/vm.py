@@ -237,6 +237,8 @@ class Guest:
         self.disk_by_id = {d.id: d for d in self.disks}
         self.hostlog = []
         self.daemons = {}   # disk id -> qemu-storage-daemon Popen (vhost-user disks)
+        # a test fails on a daemon's vu_panic; the bench reports it per cell
+        self.daemon_panic_fails = True
         self.vu_seen = {}   # disk id -> (trace bytes counted, [reads, writes, flushes])
         for i, d in enumerate(d for d in self.disks if d.side == 'vhost-user'):
             d.vu_slot = VU_SLOT0 + i
@@ -513,6 +515,9 @@ class Guest:
             return Result(False, err, dur)
         if bad:
             return Result(False, 'kernel problem in console log: %s' % bad[0][:200], dur)
+        panic = self.daemon_panic() if self.daemon_panic_fails else None
+        if panic:
+            return Result(False, panic, dur)
         if verdict is None:
             return Result(False, 'no verdict line (qemu exit %s)' % self.proc.returncode, dur)
         if verdict[0] != 'PASS':
@@ -520,6 +525,26 @@ class Guest:
             return Result(False, (fails[-1][:200] if fails else 'guest script failed')
                           + ' (rc=%d)' % verdict[1], dur)
         return Result(True, '', dur)
+
+    def daemon_panic(self):
+        """libvhost-user's vu_panic in a daemon log: the backend hit something
+        it treats as fatal and dropped the guest's connection (QEMU reconnects
+        a second later, so I/O only crawls). Returns why, or None."""
+        for d in self.disks:
+            panics = self.vu_panics(d)
+            if panics:
+                return 'vhost-user daemon for %s: %d x %s' % (d.id, len(panics), panics[0][:160])
+        return None
+
+    def vu_panics(self, d):
+        """The vu_panic lines in disk d's daemon log so far ([] if none)."""
+        if d.side != 'vhost-user':
+            return []
+        try:
+            with open(d.vu_paths(self.outdir)['log'], errors='replace') as f:
+                return [l.strip() for l in f if 'vu_panic' in l]
+        except OSError:
+            return []
 
     def log_tail(self, n=40):
         try:
