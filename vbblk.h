@@ -153,7 +153,7 @@ struct vbblk {
 	bool broken;			/* given up on: fail all I/O at once */
 
 	unsigned int num_vqs;		/* interrupt-driven, then polled */
-	unsigned int num_poll_vqs;	/* the last ones; no callback */
+	unsigned int num_poll_vqs;	/* the last ones; callbacks off */
 	struct vbblk_vq *vqs;
 
 	unsigned int sg_elems;		/* data segments per command */

@@ -324,7 +324,8 @@ def report(meta, summaries, profiles):
 def across_sides(meta, summaries):
     """Does a win on one device side hold on the others? bio against stock
     per workload, one column per side, for each backend."""
-    units = meta.get('units') or []
+    # (backend, side) per run unit, and the name bench/compare gave each
+    names = {tuple(u): n for u, n in zip(meta.get('units') or [], meta['backends'])}
     sides = meta.get('sides') or ['main']
     if len(sides) < 2 or 'stock' not in meta['configs'] or 'bio' not in meta['configs']:
         return []
@@ -332,14 +333,13 @@ def across_sides(meta, summaries):
          'Each cell: kernel instructions / IOPS / device requests / notifies per I/O of `bio`, '
          'as ratios to stock virtio_blk on the same side. vhost-user notifies are the '
          "daemon's kick-eventfd reads (its wakeups); QEMU does not see those notifies.", '']
-    for b in dict.fromkeys(u[0] for u in units):
+    for b in dict.fromkeys(u[0] for u in names):
         L += ['**%s**' % b, '', '| workload | ' + ' | '.join(sides) + ' |',
               '|---|' + '---|' * len(sides)]
         for wl in meta['workloads']:
             row = []
             for d in sides:
-                name = b if d == 'main' else '%s+%s' % (b, d)
-                c = summaries.get(name, {}).get(wl, {}).get('bio')
+                c = summaries.get(names.get((b, d)), {}).get(wl, {}).get('bio')
                 r = c['ratio'] if c else {}
                 row.append(' / '.join('%.2f' % r[k] if r.get(k) is not None else '-'
                                       for k in ('kinsn', 'iops', 'requests_per_io',
