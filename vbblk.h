@@ -72,7 +72,7 @@ enum vbblk_stat {
 	VBBLK_STAT_DISPATCH_PLUG,	/* submitter's plug flushed */
 	VBBLK_STAT_DISPATCH_COMPLETION,	/* a completion on the queue */
 	VBBLK_STAT_DISPATCH_FLUSH,	/* a FLUSH/FUA bio arrived */
-	VBBLK_STAT_DISPATCH_DRAIN,	/* device removal or freeze */
+	VBBLK_STAT_DISPATCH_DRAIN,	/* removal, freeze, batch set to 0 */
 	VBBLK_STAT_DISPATCH_CPU_OFFLINE,
 	VBBLK_STAT_NOTIFIES,		/* virtqueue notifies sent */
 	VBBLK_STAT_PLUG_DEFERRED,	/* commands whose notify waited for unplug */
@@ -141,9 +141,9 @@ struct vbblk {
 	struct vbblk_stats __percpu *stats;
 	atomic_t plug_refs;		/* plug callbacks that still use us */
 	struct hlist_node cpuhp_node;
+	struct list_head batch_node;	/* bio-mode disks (batching) */
 	bool draining;			/* remove/freeze: hold nothing back */
 	unsigned int depth;		/* bio commands per queue */
-	unsigned int max_batch_bytes;
 
 	struct work_struct config_work;	/* capacity change */
 	/* remove: a device that stopped answering (vbblk_dead_check()) */
@@ -283,8 +283,10 @@ struct vbblk_bio_cmd {
 	u8 stage;			/* flush emulation step */
 	bool postflush;			/* FUA: flush after the data */
 	bool retrying;			/* failed batch: one bio at a time */
+	struct vbblk_batch *batch;	/* the CPU's batch that counts it */
 	struct bio *retry;		/* bios still to retry, by bi_next */
 	struct list_head park;
+	struct list_head flush_node;	/* waits for, or shares, a FLUSH */
 	struct llist_node free_node;	/* on vq->free_cmds */
 	struct virtio_blk_discard_write_zeroes range;
 };
@@ -315,6 +317,7 @@ struct vbblk_batch {
 	bool plugged;			/* a plug holds it: its unplug sends it */
 	bool stream;			/* it continues a sequential stream */
 	sector_t last_end;		/* end of the last bio: stream detection */
+	atomic_t inflight;		/* its commands on the ring */
 	struct vbblk_vq *vq;
 };
 
@@ -327,8 +330,10 @@ void vbblk_batch_flush_vq(struct vbblk_vq *vq);
 void vbblk_batch_flush_all(struct vbblk *vblk, enum vbblk_stat reason);
 int vbblk_batch_cpuhp_init(void);
 void vbblk_batch_cpuhp_exit(void);
-int vbblk_batch_cpuhp_add(struct vbblk *vblk);
-void vbblk_batch_cpuhp_remove(struct vbblk *vblk);
+int vbblk_batch_add_disk(struct vbblk *vblk);
+void vbblk_batch_remove_disk(struct vbblk *vblk);
+void vbblk_batch_release_all(void);
+void vbblk_batch_cmd_done(struct vbblk_bio_cmd *cmd);
 
 /*
  * vbblk_sg.c and vbblk_scsi.c: SCSI commands through SG_IO. The device

@@ -10,13 +10,18 @@
  * something already promises to send it promptly:
  *   - the submitter's block plug: the unplug sends it (and the plug is
  *     flushed whenever the task sleeps); completions leave it alone, or
- *   - the bio continues a sequential stream and this CPU's virtqueue has
- *     more commands in flight than the batch has bios: a completion that
+ *   - the bio continues a sequential stream and this CPU has more batch
+ *     commands in flight than the batch has bios: the completion that
  *     brings the count down to the batch's size sends it. The device
- *     always has at least as much queued as we hold back, so waiting costs
- *     no throughput, and a stream refilled one I/O at a time (QD32) grows
- *     batches while it waits. This also holds at unplug: a stream batch on
- *     a busy queue outlives the plug.
+ *     always has at least as much of ours queued as we hold back, so
+ *     waiting costs no throughput, and a stream refilled one I/O at a time
+ *     (QD32) grows batches while it waits. This also holds at unplug: a
+ *     stream batch with I/O of its own in flight outlives the plug.
+ *     Only this CPU's own commands count: CPUs may share a virtqueue, and
+ *     another CPU's load, or passthrough commands, must never keep a batch
+ *     waiting. While a batch is held its CPU's count only falls (the
+ *     stream's bios join the batch), so the wait is bounded by what was
+ *     in flight when it was held.
  * A bio that starts no stream on an idle queue goes out at once: a lone
  * QD1 bio never waits. There is no timer.
  *
@@ -44,56 +49,88 @@ void vbblk_batch_init(struct vbblk *vblk)
 		struct vbblk_batch *b = per_cpu_ptr(vblk->batch, cpu);
 
 		spin_lock_init(&b->lock);
+		atomic_set(&b->inflight, 0);
 		b->cmd = NULL;
 		b->plugged = false;
 		b->last_end = 0;
 		b->vq = &vblk->vqs[map->mq_map[cpu]];
 		cpumask_set_cpu(cpu, b->vq->cpus);
 	}
-
-	vblk->max_batch_bytes = min_t(u64, (u64)vbblk_batch_max_kb << 10,
-				      (u64)queue_max_sectors(vblk->disk->queue)
-				      << SECTOR_SHIFT);
 }
 
+/*
+ * Most bytes in one batch: batch_max_kb, and the queue's max_sectors_kb as
+ * it is now (a user may lower it at any time).
+ */
+static unsigned int vbblk_batch_max_bytes(struct vbblk *vblk)
+{
+	return min_t(u64, (u64)vbblk_batch_max_kb << 10,
+		     (u64)READ_ONCE(vblk->disk->queue->limits.max_sectors)
+		     << SECTOR_SHIFT);
+}
+
+/*
+ * Bios of one block device only: the command is accounted to its bios'
+ * partition, and two partitions' bios can be contiguous.
+ */
 static bool vbblk_batch_fits(struct vbblk *vblk, struct vbblk_bio_cmd *cmd,
 			     struct bio *bio, unsigned int segs)
 {
 	return bio->bi_opf == cmd->bio->bi_opf &&
+	       bio->bi_bdev == cmd->bio->bi_bdev &&
 	       !(bio->bi_opf & REQ_NOMERGE_FLAGS) &&
 	       bio->bi_iter.bi_sector == cmd->end &&
-	       cmd->nr_bios < vbblk_batch_max_bios &&
+	       cmd->nr_bios < READ_ONCE(vbblk_batch_max_bios) &&
 	       cmd->nr_segs + segs <= vblk->sg_elems &&
-	       cmd->bytes + bio->bi_iter.bi_size <= vblk->max_batch_bytes;
+	       cmd->bytes + bio->bi_iter.bi_size <= vbblk_batch_max_bytes(vblk);
 }
 
 /* No further bio could join: send it rather than hold it. */
 static bool vbblk_batch_full(struct vbblk *vblk, struct vbblk_bio_cmd *cmd)
 {
-	return cmd->nr_bios >= vbblk_batch_max_bios ||
+	return cmd->nr_bios >= READ_ONCE(vbblk_batch_max_bios) ||
 	       cmd->nr_segs >= vblk->sg_elems ||
-	       cmd->bytes + SECTOR_SIZE > vblk->max_batch_bytes ||
+	       cmd->bytes + SECTOR_SIZE > vbblk_batch_max_bytes(vblk) ||
 	       (cmd->bio->bi_opf & REQ_NOMERGE_FLAGS);
+}
+
+/* A batch command goes to the ring: its CPU counts it until it ends. */
+static void vbblk_batch_dispatch(struct vbblk_bio_cmd *cmd,
+				 enum vbblk_stat reason, bool plugged)
+{
+	vbblk_stat_inc(cmd->vq->vblk, reason);
+	atomic_inc(&cmd->batch->inflight);
+	vbblk_bio_cmd_dispatch(cmd, plugged);
 }
 
 static void vbblk_batch_send(struct vbblk *vblk, struct vbblk_bio_cmd *cmd,
 			     enum vbblk_stat reason)
 {
-	vbblk_stat_inc(vblk, reason);
-	vbblk_bio_cmd_dispatch(cmd, vbblk_plug_note(vblk, cmd->vq, NULL));
+	vbblk_batch_dispatch(cmd, reason,
+			     vbblk_plug_note(vblk, cmd->vq, NULL));
 }
 
 /*
- * Keep a stream batch while the device has more commands in flight than
- * the batch has bios: the device stays busy, and a later completion is
- * certain (with nothing in flight this is false, so nothing is stranded).
- * Caller holds b->lock and has ordered this read after its own update.
+ * A batch command ended (its bios have). Pairs with the barrier in
+ * vbblk_batch_flush_vq(), which runs after it on the same completion.
+ */
+void vbblk_batch_cmd_done(struct vbblk_bio_cmd *cmd)
+{
+	atomic_dec(&cmd->batch->inflight);
+}
+
+/*
+ * Keep a stream batch while this CPU has more batch commands in flight
+ * than the batch has bios: the device stays busy with our I/O, and one of
+ * our own completions is certain (with none in flight this is false, so
+ * nothing is stranded). Caller holds b->lock and has ordered this read
+ * after its own update.
  */
 static bool vbblk_batch_keep(struct vbblk *vblk, struct vbblk_batch *b,
 			     struct vbblk_bio_cmd *cmd)
 {
 	return b->stream && !READ_ONCE(vblk->draining) &&
-	       READ_ONCE(b->vq->inflight) > cmd->nr_bios;
+	       atomic_read(&b->inflight) > cmd->nr_bios;
 }
 
 /*
@@ -120,10 +157,8 @@ static struct vbblk_bio_cmd *vbblk_batch_take(struct vbblk_batch *b,
 static void vbblk_batch_send_held(struct vbblk_bio_cmd *cmd,
 				  enum vbblk_stat reason, bool plugged)
 {
-	if (cmd) {
-		vbblk_stat_inc(cmd->vq->vblk, reason);
-		vbblk_bio_cmd_dispatch(cmd, plugged);
-	}
+	if (cmd)
+		vbblk_batch_dispatch(cmd, reason, plugged);
 }
 
 /*
@@ -164,17 +199,18 @@ void vbblk_batch_unplug(struct vbblk_batch *b)
 /*
  * A completion on @vq: send the batches its CPUs hold for in-flight I/O.
  * Pairs with the barrier in vbblk_batch_hold(): the completion has
- * already lowered vq->inflight, so either we see the held command here or
- * its submitter sees the new count and sends it itself. Batches a plug
- * holds are left to the unplug, which is certain to come, so a plugged
- * submission is not cut short by a completion that lands in the middle.
+ * already lowered its submitting CPU's b->inflight, so either we see the
+ * held command here or its submitter sees the new count and sends it
+ * itself. Batches a plug holds are left to the unplug, which is certain
+ * to come, so a plugged submission is not cut short by a completion that
+ * lands in the middle.
  */
 void vbblk_batch_flush_vq(struct vbblk_vq *vq)
 {
 	struct vbblk *vblk = vq->vblk;
 	int cpu;
 
-	smp_mb(); /* inflight was lowered before we look for held commands */
+	smp_mb(); /* b->inflight was lowered before we look for held commands */
 	for_each_cpu(cpu, vq->cpus) {
 		struct vbblk_batch *b = per_cpu_ptr(vblk->batch, cpu);
 
@@ -232,7 +268,7 @@ void vbblk_batch_submit(struct vbblk *vblk, struct bio *bio)
 	unsigned long flags;
 	bool stream = false;
 
-	if (vbblk_batch) {
+	if (READ_ONCE(vbblk_batch)) {
 		spin_lock_irqsave(&b->lock, flags);
 		cmd = b->cmd;
 		if (cmd && vbblk_batch_fits(vblk, cmd, bio, segs)) {
@@ -265,13 +301,14 @@ void vbblk_batch_submit(struct vbblk *vblk, struct bio *bio)
 	cmd = vbblk_bio_cmd_alloc(vblk, b->vq, bio);
 	if (!cmd)
 		return;
+	cmd->batch = b;
 	vbblk_cmd_add_bio(cmd, bio, segs);
 	vbblk_iohdr_init(vblk, &cmd->hdr,
 			 op_is_write(bio_op(bio)) ? VIRTIO_BLK_T_OUT :
 						    VIRTIO_BLK_T_IN,
 			 bio->bi_iter.bi_sector);
 
-	if (!vbblk_batch || !vbblk_batch_hold(vblk, b, cmd, stream))
+	if (!READ_ONCE(vbblk_batch) || !vbblk_batch_hold(vblk, b, cmd, stream))
 		vbblk_batch_send(vblk, cmd, VBBLK_STAT_DISPATCH_DIRECT);
 }
 
@@ -303,14 +340,46 @@ void vbblk_batch_cpuhp_exit(void)
 	cpuhp_remove_multi_state(vbblk_cpuhp_state);
 }
 
-int vbblk_batch_cpuhp_add(struct vbblk *vblk)
+/*
+ * Bio-mode disks, for what reaches all of them: CPU hotplug (through the
+ * cpuhp instance) and turning batching off (vbblk_batch_release_all()).
+ */
+static LIST_HEAD(vbblk_batch_disks);
+static DEFINE_MUTEX(vbblk_batch_disks_lock);
+
+int vbblk_batch_add_disk(struct vbblk *vblk)
 {
-	return cpuhp_state_add_instance_nocalls(vbblk_cpuhp_state,
-						&vblk->cpuhp_node);
+	int err;
+
+	err = cpuhp_state_add_instance_nocalls(vbblk_cpuhp_state,
+					       &vblk->cpuhp_node);
+	if (err)
+		return err;
+	mutex_lock(&vbblk_batch_disks_lock);
+	list_add_tail(&vblk->batch_node, &vbblk_batch_disks);
+	mutex_unlock(&vbblk_batch_disks_lock);
+	return 0;
 }
 
-void vbblk_batch_cpuhp_remove(struct vbblk *vblk)
+void vbblk_batch_remove_disk(struct vbblk *vblk)
 {
+	mutex_lock(&vbblk_batch_disks_lock);
+	list_del(&vblk->batch_node);
+	mutex_unlock(&vbblk_batch_disks_lock);
 	cpuhp_state_remove_instance_nocalls(vbblk_cpuhp_state,
 					    &vblk->cpuhp_node);
+}
+
+/*
+ * batch was set to 0: nothing may stay held on the strength of a policy
+ * the user just turned off, so send every held batch now.
+ */
+void vbblk_batch_release_all(void)
+{
+	struct vbblk *vblk;
+
+	mutex_lock(&vbblk_batch_disks_lock);
+	list_for_each_entry(vblk, &vbblk_batch_disks, batch_node)
+		vbblk_batch_flush_all(vblk, VBBLK_STAT_DISPATCH_DRAIN);
+	mutex_unlock(&vbblk_batch_disks_lock);
 }

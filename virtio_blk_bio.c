@@ -119,6 +119,7 @@ static void vbblk_cmd_init(struct vbblk_bio_cmd *cmd)
 	cmd->stage = 0;
 	cmd->postflush = false;
 	cmd->retrying = false;
+	cmd->batch = NULL;
 	cmd->retry = NULL;
 	INIT_LIST_HEAD(&cmd->park);
 }
@@ -173,6 +174,8 @@ static void vbblk_bio_cmd_free(struct vbblk_bio_cmd *cmd)
 {
 	struct vbblk_vq *vq = cmd->vq;
 
+	if (cmd->batch)
+		vbblk_batch_cmd_done(cmd);
 	llist_add(&cmd->free_node, &vq->free_cmds);
 	atomic_dec(&vq->bio_cmds);
 	/* Submitters waiting for a command, or a drain waiting for zero. */

@@ -130,8 +130,23 @@ static const struct kernel_param_ops vbblk_bool_ops = {
 	.get = param_get_bool,
 };
 
+/* Turning batching off sends what is held: nothing waits on it any more. */
+static int vbblk_batch_set(const char *val, const struct kernel_param *kp)
+{
+	int err = vbblk_bool_set(val, kp);
+
+	if (!err && !READ_ONCE(vbblk_batch))
+		vbblk_batch_release_all();
+	return err;
+}
+
+static const struct kernel_param_ops vbblk_batch_ops = {
+	.set = vbblk_batch_set,
+	.get = param_get_bool,
+};
+
 /* Batching bounds may change at run time; a batch reads them as it grows. */
-module_param_cb(batch, &vbblk_bool_ops, &vbblk_batch, 0644);
+module_param_cb(batch, &vbblk_batch_ops, &vbblk_batch, 0644);
 MODULE_PARM_DESC(batch,
 		 "bio mode: merge contiguous bios of one CPU into one command (default: Y)");
 VBBLK_UINT_PARAM(batch_max_bios, vbblk_batch_max_bios, 1, 256, 0644,
@@ -750,7 +765,7 @@ static int vbblk_probe(struct virtio_device *vdev)
 		err = vbblk_bio_init(vblk);
 		if (err)
 			goto out_free_index;
-		err = vbblk_batch_cpuhp_add(vblk);
+		err = vbblk_batch_add_disk(vblk);
 		if (err)
 			goto out_bio_exit;
 	}
@@ -783,7 +798,7 @@ static int vbblk_probe(struct virtio_device *vdev)
 out_reset:
 	virtio_reset_device(vdev);
 	if (vblk->mode == VBBLK_MODE_BIO)
-		vbblk_batch_cpuhp_remove(vblk);
+		vbblk_batch_remove_disk(vblk);
 out_bio_exit:
 	if (vblk->mode == VBBLK_MODE_BIO)
 		vbblk_bio_exit(vblk);
@@ -822,7 +837,7 @@ static void vbblk_remove(struct virtio_device *vdev)
 	 */
 	del_gendisk(vblk->disk);
 	if (vblk->mode == VBBLK_MODE_BIO) {
-		vbblk_batch_cpuhp_remove(vblk);
+		vbblk_batch_remove_disk(vblk);
 		vbblk_bio_drain(vblk);
 		blk_mq_destroy_queue(vblk->rq_queue);
 	}

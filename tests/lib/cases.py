@@ -222,6 +222,37 @@ def _ringfull():
     return [Disk('ring', '64M', serial='RING-1', props={'queue-size': 16})]
 
 
+@test('shared_queue', timeout=300, modes=ALL_PATHS)
+def _shared_queue():
+    """a QD1 sequential writer on CPU 0 shares the only virtqueue with 32 random reads
+    from CPU 1 on a 1000-IOPS device: its worst latency stays within 10x the stock
+    driver's in the same boot (a held stream batch is bounded by the I/O in flight
+    when it was held, not by the other CPU's later load)"""
+    return [Disk('sq', '64M', serial='SQ-1', props={'num-queues': 1})]
+
+
+@test('partstat', timeout=180, modes=ALL_PATHS)
+def _partstat():
+    """I/O on a partition moves that partition's /sys/block/vdX/vdXN/stat (requests and
+    sectors, exactly) and the whole disk's, and no other partition's"""
+    return [Disk('part', '96M', serial='PART-1')]
+
+
+@test('frag_probe', timeout=240)
+def _frag_probe():
+    """probe with queue_depth=1024 on 1024-entry virtqueues after the guest's free memory
+    was left in single pages (so kvmalloc falls back to vmalloc): verified I/O on every
+    queue succeeds; nothing the device reads or writes was vmalloc'ed"""
+    return [Disk('frag', '128M', serial='FRAG-1', props={'num-queues': 2, 'queue-size': 1024})]
+
+
+@test('flush_share', timeout=420, vbblk_only=True, modes=('',))
+def _flush_share():
+    """64 jobs of 4 KiB O_DIRECT writes with an fsync after each: bio mode sends no more
+    device FLUSHes (QMP flush_operations) than request mode, +10 % +32, same boot"""
+    return [Disk('fs', '96M', serial='FS-1')]
+
+
 @test('cpu_offline', timeout=300)
 def _cpu_offline():
     """CPU 1 offline/online in a loop during verified sequential writes"""
