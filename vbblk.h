@@ -278,8 +278,9 @@ struct vbblk_bio_cmd {
 	unsigned int nr_segs;		/* data scatterlist entries */
 	unsigned int bytes;
 	sector_t end;			/* first sector after the data */
-	unsigned long start_time;	/* I/O accounting */
+	unsigned long start_time;	/* I/O accounting, when accounted */
 	unsigned int acct_sectors;	/* what start_time accounted */
+	bool accounted;
 	u8 stage;			/* flush emulation step */
 	bool postflush;			/* FUA: flush after the data */
 	bool retrying;			/* failed batch: one bio at a time */

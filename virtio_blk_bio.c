@@ -115,7 +115,7 @@ static void vbblk_cmd_clear_bios(struct vbblk_bio_cmd *cmd)
 static void vbblk_cmd_init(struct vbblk_bio_cmd *cmd)
 {
 	vbblk_cmd_clear_bios(cmd);
-	cmd->start_time = 0;
+	cmd->accounted = false;
 	cmd->stage = 0;
 	cmd->postflush = false;
 	cmd->retrying = false;
@@ -196,22 +196,24 @@ static void vbblk_bio_end_chain(struct bio *bio, blk_status_t st)
 	}
 }
 
-/* Accounting and the command back to its queue; its bios have ended. */
-static void vbblk_bio_cmd_finish(struct vbblk_bio_cmd *cmd, enum req_op op)
+/*
+ * End the command's I/O accounting, against the block device its bios were
+ * sent to (a partition's statistics include its I/O), while they are
+ * still alive to name it.
+ */
+static void vbblk_bio_cmd_end_acct(struct vbblk_bio_cmd *cmd)
 {
-	if (cmd->start_time)
-		vbblk_end_io_acct(cmd->vq->vblk->disk->part0, op,
+	if (cmd->accounted)
+		vbblk_end_io_acct(cmd->bio->bi_bdev, bio_op(cmd->bio),
 				  cmd->acct_sectors, cmd->start_time);
-	vbblk_bio_cmd_free(cmd);
 }
 
 static void vbblk_bio_cmd_end(struct vbblk_bio_cmd *cmd, blk_status_t st)
 {
-	enum req_op op = bio_op(cmd->bio);
-
+	vbblk_bio_cmd_end_acct(cmd);
 	vbblk_bio_end_chain(cmd->bio, st);
 	vbblk_bio_end_chain(cmd->retry, st);
-	vbblk_bio_cmd_finish(cmd, op);
+	vbblk_bio_cmd_free(cmd);
 }
 
 /* Put the command's current stage on the ring. Caller holds vq->lock. */
@@ -278,15 +280,19 @@ void vbblk_bio_cmd_dispatch(struct vbblk_bio_cmd *cmd, bool plugged)
 	struct vbblk_vq *vq = cmd->vq;
 	struct vbblk *vblk = vq->vblk;
 	unsigned long flags;
-	bool ok, notify = false;
+	bool ok, stuck, notify = false;
 
-	if (!cmd->start_time && cmd->bytes &&
+	if (!cmd->accounted && cmd->bytes &&
 	    blk_queue_io_stat(vblk->disk->queue)) {
-		/* bytes shrinks while a failed batch is retried: keep it. */
+		/*
+		 * bytes shrinks while a failed batch is retried: keep it. A
+		 * batch's bios share one block device (vbblk_batch_fits()).
+		 */
 		cmd->acct_sectors = cmd->bytes >> SECTOR_SHIFT;
-		cmd->start_time = vbblk_start_io_acct(vblk->disk->part0,
+		cmd->start_time = vbblk_start_io_acct(cmd->bio->bi_bdev,
 						      cmd->acct_sectors,
 						      bio_op(cmd->bio), jiffies);
+		cmd->accounted = true;
 	}
 
 	spin_lock_irqsave(&vq->lock, flags);
@@ -442,10 +448,12 @@ void vbblk_bio_end_cmd(struct vbblk_iohdr *hdr)
 		return;
 	}
 	if (unlikely(cmd->retrying)) {
-		op = bio_op(cmd->bio);
+		if (!cmd->retry) {
+			vbblk_bio_cmd_end(cmd, st);
+			return;
+		}
 		vbblk_bio_end_chain(cmd->bio, st);
-		if (!vbblk_bio_retry_next(cmd))
-			vbblk_bio_cmd_finish(cmd, op);
+		vbblk_bio_retry_next(cmd);
 		return;
 	}
 	vbblk_bio_cmd_end(cmd, st);
