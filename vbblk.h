@@ -115,8 +115,9 @@ struct vbblk_vq {
 	bool hctx_stopped;		/* queue_rq stopped its hctx; under lock */
 	/* bio path */
 	struct list_head parked;	/* ring was full; under lock */
+	struct delayed_work park_work;	/* re-adds what no completion will */
 	atomic_t bio_cmds;		/* bio commands in use (<= depth) */
-	struct vbblk_bio_cmd *cmds;	/* depth commands, preallocated */
+	struct vbblk_bio_cmd **cmds;	/* depth commands, preallocated */
 	struct llist_head free_cmds;	/* pushed lock-free on completion */
 	spinlock_t free_lock;		/* serialises pops of free_cmds */
 	wait_queue_head_t wait;		/* for a free bio command */

@@ -655,13 +655,24 @@ int vbblk_bio_init(struct vbblk *vblk)
 		atomic_set(&vq->bio_cmds, 0);
 		spin_lock_init(&vq->free_lock);
 		init_llist_head(&vq->free_cmds);
+		/*
+		 * The device reads and writes each command's header, status
+		 * and range: one kmalloc each, never the vmalloc memory a
+		 * large kvcalloc() falls back to on a fragmented guest.
+		 */
 		vq->cmds = kvcalloc(vblk->depth, sizeof(*vq->cmds), GFP_KERNEL);
 		if (!vq->cmds)
 			goto fail;
 		for (j = 0; j < vblk->depth; j++) {
-			vq->cmds[j].hdr.kind = VBBLK_KIND_BIO;
-			vq->cmds[j].vq = vq;
-			llist_add(&vq->cmds[j].free_node, &vq->free_cmds);
+			struct vbblk_bio_cmd *cmd = kzalloc(sizeof(*cmd),
+							    GFP_KERNEL);
+
+			if (!cmd)
+				goto fail;
+			cmd->hdr.kind = VBBLK_KIND_BIO;
+			cmd->vq = vq;
+			vq->cmds[j] = cmd;
+			llist_add(&cmd->free_node, &vq->free_cmds);
 		}
 		vq->sg = kvmalloc_array(vblk->sg_elems, sizeof(*vq->sg),
 					GFP_KERNEL);
@@ -681,11 +692,18 @@ void vbblk_bio_exit(struct vbblk *vblk)
 	unsigned int i;
 
 	for (i = 0; i < vblk->num_vqs; i++) {
-		kvfree(vblk->vqs[i].sg);
-		vblk->vqs[i].sg = NULL;
-		kvfree(vblk->vqs[i].cmds);
-		vblk->vqs[i].cmds = NULL;
-		free_cpumask_var(vblk->vqs[i].cpus);
+		struct vbblk_vq *vq = &vblk->vqs[i];
+		unsigned int j;
+
+		/* Nothing is parked once drained; a probe failure never parks. */
+		cancel_delayed_work_sync(&vq->park_work);
+		kvfree(vq->sg);
+		vq->sg = NULL;
+		for (j = 0; vq->cmds && j < vblk->depth; j++)
+			kfree(vq->cmds[j]);
+		kvfree(vq->cmds);
+		vq->cmds = NULL;
+		free_cpumask_var(vq->cpus);
 	}
 	free_percpu(vblk->batch);
 	vblk->batch = NULL;

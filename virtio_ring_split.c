@@ -8,7 +8,9 @@
  * Completion drains the used ring under the lock into a chain and the paths
  * end their I/O after the lock is released.
  */
+#include <linux/delay.h>
 #include <linux/interrupt.h>
+#include <linux/mm.h>
 #include <linux/slab.h>
 #include <linux/virtio_config.h>
 
@@ -49,6 +51,9 @@ static int vbblk_vq_add_sgs(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 	int err;
 
 	lockdep_assert_held(&vq->lock);
+	/* The device is given physical addresses: no vmalloc memory. */
+	if (WARN_ON_ONCE(is_vmalloc_addr(hdr)))
+		return -EIO;
 
 	err = virtqueue_add_sgs(vq->vq, sgs, n_out, n_in, hdr, GFP_ATOMIC);
 	if (err)
