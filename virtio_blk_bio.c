@@ -83,17 +83,21 @@ unsigned int vbblk_bio_segs(struct vbblk *vblk, struct bio *bio)
  * requests: a slab allocation per bio would cost more than the block
  * layer we skip (init_on_alloc zeroes every object). Completions push
  * lock-free; pops are serialised because llist_del_first needs one
- * consumer at a time, and several CPUs may share a queue.
+ * consumer at a time, and several CPUs may share a queue. submit_bio may
+ * run in softirq context (dm-crypt completing a write from its cipher's
+ * callback) and interrupt a submitter that holds the lock on this CPU:
+ * interrupts stay off while it is held.
  */
 static struct vbblk_bio_cmd *vbblk_get_cmd(struct vbblk_vq *vq)
 {
 	struct llist_node *node;
+	unsigned long flags;
 
 	if (llist_empty(&vq->free_cmds))
 		return NULL;
-	spin_lock(&vq->free_lock);
+	spin_lock_irqsave(&vq->free_lock, flags);
 	node = llist_del_first(&vq->free_cmds);
-	spin_unlock(&vq->free_lock);
+	spin_unlock_irqrestore(&vq->free_lock, flags);
 	if (!node)
 		return NULL;
 	atomic_inc(&vq->bio_cmds);
