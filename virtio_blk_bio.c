@@ -539,6 +539,8 @@ static void vbblk_bio_submit_polled(struct vbblk *vblk, struct bio *bio)
 			vbblk_bio_would_block(vblk, bio);
 			return;
 		}
+		/* Our plug may still hold the notify for what we wait on. */
+		vbblk_vq_kick(vq);
 		vbblk_vq_poll(vq);
 		cond_resched();
 	}
