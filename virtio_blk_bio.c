@@ -23,6 +23,8 @@
 #include <linux/blkdev.h>
 #include <linux/delay.h>
 #include <linux/slab.h>
+#include <linux/virtio_config.h>
+#include <linux/virtio_ring.h>
 #include <linux/wait_bit.h>
 
 #include "vbblk.h"
@@ -254,9 +256,28 @@ static int vbblk_bio_add_locked(struct vbblk_vq *vq, struct vbblk_bio_cmd *cmd)
 }
 
 /*
- * Add, or park behind earlier parked commands so order is kept. A command
- * that can never fit (an empty ring refused it) fails rather than waiting
- * for a completion that will not come. Caller holds vq->lock.
+ * Re-add parked commands, oldest first. True when some stay parked with
+ * nothing in flight: no completion will come to retry them, so the caller
+ * schedules vq->park_work. Caller holds vq->lock.
+ */
+static bool vbblk_bio_readd_locked(struct vbblk_vq *vq)
+{
+	struct vbblk_bio_cmd *cmd, *tmp;
+
+	list_for_each_entry_safe(cmd, tmp, &vq->parked, park) {
+		if (vbblk_bio_add_locked(vq, cmd))
+			break;
+		list_del_init(&cmd->park);
+	}
+	return !list_empty(&vq->parked) && !vq->inflight;
+}
+
+/*
+ * Add, or park behind earlier parked commands so order is kept. An empty
+ * ring refuses only a command whose indirect descriptors could not be
+ * allocated (GFP_ATOMIC, so a transient failure): parked, it is retried
+ * by vq->park_work. Without indirect descriptors an empty ring refuses
+ * only what it can never take: that fails. Caller holds vq->lock.
  */
 static bool vbblk_bio_queue_locked(struct vbblk_vq *vq,
 				   struct vbblk_bio_cmd *cmd)
@@ -267,12 +288,37 @@ static bool vbblk_bio_queue_locked(struct vbblk_vq *vq,
 		err = vbblk_bio_add_locked(vq, cmd);
 	if (!err)
 		return true;
-	if (err == -ENOSPC && vq->inflight) {
+	if (err == -ENOSPC &&
+	    (vq->inflight || !list_empty(&vq->parked) ||
+	     virtio_has_feature(vq->vq->vdev, VIRTIO_RING_F_INDIRECT_DESC))) {
 		list_add_tail(&cmd->park, &vq->parked);
 		vbblk_stat_inc(vq->vblk, VBBLK_STAT_PARKED);
 		return true;
 	}
 	return false;
+}
+
+/* Parked commands that no completion will re-add: retry, later. */
+static void vbblk_bio_park_retry(struct vbblk_vq *vq)
+{
+	schedule_delayed_work(&vq->park_work, msecs_to_jiffies(10));
+}
+
+static void vbblk_bio_park_work(struct work_struct *work)
+{
+	struct vbblk_vq *vq = container_of(to_delayed_work(work),
+					   struct vbblk_vq, park_work);
+	unsigned long flags;
+	bool notify, stuck;
+
+	spin_lock_irqsave(&vq->lock, flags);
+	stuck = vbblk_bio_readd_locked(vq);
+	notify = vbblk_vq_kick_prepare(vq);
+	spin_unlock_irqrestore(&vq->lock, flags);
+	if (notify)
+		vbblk_vq_notify(vq);
+	if (stuck)
+		vbblk_bio_park_retry(vq);
 }
 
 /*
@@ -301,6 +347,7 @@ void vbblk_bio_cmd_dispatch(struct vbblk_bio_cmd *cmd, bool plugged)
 
 	spin_lock_irqsave(&vq->lock, flags);
 	ok = !READ_ONCE(vblk->broken) && vbblk_bio_queue_locked(vq, cmd);
+	stuck = !list_empty(&vq->parked) && !vq->inflight;
 	if (plugged)
 		vbblk_stat_inc(vblk, VBBLK_STAT_PLUG_DEFERRED);
 	else
@@ -309,8 +356,13 @@ void vbblk_bio_cmd_dispatch(struct vbblk_bio_cmd *cmd, bool plugged)
 
 	if (notify)
 		vbblk_vq_notify(vq);
-	if (unlikely(!ok))
-		vbblk_bio_cmd_end(cmd, BLK_STS_IOERR);
+	if (unlikely(stuck))
+		vbblk_bio_park_retry(vq);
+	if (unlikely(!ok)) {
+		/* As if the device failed it: flush followers end with it. */
+		cmd->hdr.status = VIRTIO_BLK_S_IOERR;
+		vbblk_bio_end_cmd(&cmd->hdr);
+	}
 }
 
 /* ---- Plugs: one notify per virtqueue per plug ---- */
@@ -466,21 +518,18 @@ void vbblk_bio_end_cmd(struct vbblk_iohdr *hdr)
 /* After a completion: re-add parked commands, then send held batches. */
 void vbblk_bio_vq_done(struct vbblk_vq *vq)
 {
-	struct vbblk_bio_cmd *cmd, *tmp;
 	unsigned long flags;
-	bool notify = false;
+	bool notify, stuck;
 
 	if (!list_empty(&vq->parked)) {
 		spin_lock_irqsave(&vq->lock, flags);
-		list_for_each_entry_safe(cmd, tmp, &vq->parked, park) {
-			if (vbblk_bio_add_locked(vq, cmd))
-				break;
-			list_del_init(&cmd->park);
-		}
+		stuck = vbblk_bio_readd_locked(vq);
 		notify = vbblk_vq_kick_prepare(vq);
 		spin_unlock_irqrestore(&vq->lock, flags);
 		if (notify)
 			vbblk_vq_notify(vq);
+		if (stuck)
+			vbblk_bio_park_retry(vq);
 	}
 	vbblk_batch_flush_vq(vq);
 }

@@ -166,6 +166,13 @@ static blk_status_t vbblk_queue_rq(struct blk_mq_hw_ctx *hctx,
 		 * coming that restarts it.
 		 */
 		notify = vbblk_vq_kick_prepare(vq);
+		/*
+		 * An empty ring refuses only a command that needs indirect
+		 * descriptors it could not allocate (GFP_ATOMIC): no
+		 * completion will restart us, so blk-mq retries after a delay.
+		 */
+		if (err == -ENOSPC && !vq->inflight)
+			err = -ENOMEM;
 		if (err == -ENOSPC) {
 			blk_mq_stop_hw_queue(hctx);
 			vq->hctx_stopped = true;
