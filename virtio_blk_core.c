@@ -28,6 +28,7 @@ unsigned int vbblk_queue_depth = 256;
 bool vbblk_batch = true;
 unsigned int vbblk_batch_max_bios = 64;
 unsigned int vbblk_batch_max_kb = 512;
+static unsigned int vbblk_remove_timeout = 120;
 
 static const char * const vbblk_mode_names[] = {
 	[VBBLK_MODE_BIO]	= "bio",
@@ -101,6 +102,8 @@ VBBLK_UINT_PARAM(num_queues, vbblk_num_queues, 1, VBBLK_MAX_QUEUES, 0444,
 		 "Most virtqueues per disk, 1..256; the device and the CPU count may allow fewer (default: 64)");
 VBBLK_UINT_PARAM(queue_depth, vbblk_queue_depth, 1, VBBLK_MAX_DEPTH, 0444,
 		 "Commands in flight per queue, 1..1024, capped by the ring size (default: 256)");
+VBBLK_UINT_PARAM(remove_timeout, vbblk_remove_timeout, 0, 86400, 0644,
+		 "Seconds device removal waits for a device that holds I/O and completes none before failing it (a dead vhost-user backend), 0..86400, 0: wait forever; a device that is gone fails at once (default: 120)");
 VBBLK_UINT_PARAM(poll_queues, vbblk_poll_queues, 0, VBBLK_MAX_POLL_QUEUES, 0444,
 		 "Virtqueues reaped by polling, interrupts suppressed, for polled I/O (io_uring IOPOLL, fio hipri), 0..64; taken from the device's queues, leaving at least one for interrupts (default: 0)");
 
@@ -677,28 +680,51 @@ static void vbblk_free_queues(struct vbblk *vblk)
 }
 
 /*
- * Remove waits for what the device holds. A device whose backend died (a
- * vhost-user daemon killed under I/O) never completes it, and that wait
- * would never end: while remove runs, a check each second gives up on the
- * device once commands sat on its rings for VBBLK_DEAD_SECS without a
- * single completion, and fails them (vbblk_vqs_abort()).
+ * Remove waits for what the device holds, and a slow device (a throttled
+ * or remote backend) gets all the time it needs. A dead one never
+ * completes it, and that wait would never end: while remove runs, a check
+ * each second fails what the device holds (vbblk_vqs_abort()) once it is
+ * gone (surprise removal reads all ones, the device asks for a reset, the
+ * virtio core marked a ring broken), or after remove_timeout seconds
+ * without a single completion: a vhost-user daemon killed under I/O leaves
+ * a device that still answers and never completes.
  */
-#define VBBLK_DEAD_SECS		10
+static bool vbblk_device_gone(struct vbblk *vblk)
+{
+	struct virtio_device *vdev = vblk->vdev;
+	u8 status = vdev->config->get_status(vdev);
+	unsigned int i;
+
+	if (status == 0xff || (status & VIRTIO_CONFIG_S_NEEDS_RESET))
+		return true;
+	for (i = 0; i < vblk->num_vqs; i++)
+		if (virtqueue_is_broken(vblk->vqs[i].vq))
+			return true;
+	return false;
+}
 
 static void vbblk_dead_check(struct work_struct *work)
 {
 	struct vbblk *vblk = container_of(to_delayed_work(work), struct vbblk,
 					  dead_work);
+	unsigned int timeout = READ_ONCE(vbblk_remove_timeout);
 	unsigned long done = vbblk_vqs_completed(vblk);
 	unsigned int held = vbblk_vqs_inflight(vblk);
 
+	if (held && vbblk_device_gone(vblk)) {
+		dev_err(&vblk->vdev->dev,
+			"device gone with %u commands on the rings: failing them\n",
+			held);
+		vbblk_vqs_abort(vblk);
+		return;
+	}
 	if (!held || done != vblk->dead_seen) {
 		vblk->dead_seen = done;
 		vblk->dead_stalled = 0;
-	} else if (++vblk->dead_stalled >= VBBLK_DEAD_SECS) {
+	} else if (++vblk->dead_stalled >= timeout && timeout) {
 		dev_err(&vblk->vdev->dev,
-			"no completion for %u s with %u commands on the rings: failing them\n",
-			VBBLK_DEAD_SECS, held);
+			"no completion for %u s (remove_timeout) with %u commands on the rings: failing them\n",
+			vblk->dead_stalled, held);
 		vbblk_vqs_abort(vblk);
 		return;
 	}

@@ -378,8 +378,9 @@ def _soak():
 @test('vhost_user', timeout=300, vbblk_only=True, sides=('vhost-user',))
 def _vhost_user(side='vhost-user'):
     """vhost-user-blk daemon restarted while the guest is idle: reconnect, data intact, I/O
-    goes on; daemon killed under writes: device_del ends the stall with I/O errors (the
-    driver gives up on a device silent for 10 s), no oops"""
+    goes on; daemon paused (SIGSTOP) for 15 s with a write queued while the driver is
+    unbound: removal waits and the write succeeds once it goes on; daemon killed under
+    writes: device_del ends the stall with I/O errors (remove_timeout=10), no oops"""
     return [Disk('vu1', '64M', serial='VU-1', props={'num-queues': 2})]
 
 

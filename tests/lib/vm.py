@@ -375,6 +375,14 @@ class Guest:
         if op == 'device_del':
             self.qmp.execute('device_del', id=args[0])
             return ''
+        if op in ('vu_pause', 'vu_resume'):
+            # SIGSTOP/SIGCONT: a device that is slow, not dead
+            d = self._disk(args[0])
+            proc = self.daemons.get(d.id)
+            if not proc or proc.poll() is not None:
+                raise ValueError('no daemon running for %s' % d.id)
+            proc.send_signal(signal.SIGSTOP if op == 'vu_pause' else signal.SIGCONT)
+            return ''
         if op in ('vu_kill', 'vu_stop', 'vu_start'):
             d = self._disk(args[0])
             if d.side != 'vhost-user':
