@@ -90,6 +90,7 @@ struct vbblk_stats {
 enum vbblk_kind {
 	VBBLK_KIND_RQ,		/* struct vbblk_cmd */
 	VBBLK_KIND_BIO,		/* struct vbblk_bio_cmd */
+	VBBLK_KIND_SYNC,	/* vbblk_vq_flush_sync(): a waiter's command */
 };
 
 /*
@@ -245,6 +246,7 @@ void vbblk_del_vqs(struct vbblk *vblk);
 unsigned int vbblk_vqs_inflight(struct vbblk *vblk);
 unsigned long vbblk_vqs_completed(struct vbblk *vblk);
 void vbblk_vqs_abort(struct vbblk *vblk);
+int vbblk_vq_flush_sync(struct vbblk_vq *vq);
 void vbblk_iohdr_init(struct vbblk *vblk, struct vbblk_iohdr *hdr, u32 type,
 		      sector_t sector);
 blk_status_t vbblk_status(const struct vbblk_iohdr *hdr);

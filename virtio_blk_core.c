@@ -270,12 +270,31 @@ static bool vbblk_fua(struct vbblk *vblk)
 	return vblk->mode == VBBLK_MODE_BIO;
 }
 
+/*
+ * No I/O in flight and none admitted until vbblk_unquiesce(); the
+ * passthrough queue beside the bio path stays open.
+ */
+static void vbblk_quiesce(struct vbblk *vblk)
+{
+	blk_mq_freeze_queue(vblk->disk->queue);
+	if (vblk->mode == VBBLK_MODE_BIO)
+		vbblk_bio_drain(vblk);
+}
+
+static void vbblk_unquiesce(struct vbblk *vblk)
+{
+	if (vblk->mode == VBBLK_MODE_BIO)
+		WRITE_ONCE(vblk->draining, false);
+	blk_mq_unfreeze_queue(vblk->disk->queue);
+}
+
 static ssize_t cache_type_store(struct device *dev,
 				struct device_attribute *attr,
 				const char *buf, size_t count)
 {
 	struct gendisk *disk = dev_to_disk(dev);
 	struct vbblk *vblk = disk->private_data;
+	bool quiesce;
 	int i, err;
 
 	i = sysfs_match_string(vbblk_cache_types, buf);
@@ -287,11 +306,28 @@ static ssize_t cache_type_store(struct device *dev,
 		mutex_unlock(&vblk->vdev_mutex);
 		return -ENODEV;
 	}
-	virtio_cwrite8(vblk->vdev, offsetof(struct virtio_blk_config, wce), i);
-	/* Report what the device accepted, not what we asked for. */
-	err = vbblk_update_write_cache(disk->queue,
-				       vbblk_writeback(vblk->vdev),
-				       vbblk_fua(vblk));
+	/*
+	 * Write back to write through: writes already completed may sit in
+	 * the device's cache, and once the block layer knows the cache is
+	 * gone it sends no flush for them. So no I/O runs while we flush and
+	 * switch, and a failed flush leaves the cache as it was.
+	 */
+	quiesce = !i && vbblk_writeback(vblk->vdev);
+	err = 0;
+	if (quiesce) {
+		vbblk_quiesce(vblk);
+		err = vbblk_vq_flush_sync(&vblk->vqs[0]);
+	}
+	if (!err) {
+		virtio_cwrite8(vblk->vdev,
+			       offsetof(struct virtio_blk_config, wce), i);
+		/* Report what the device accepted, not what we asked for. */
+		err = vbblk_update_write_cache(disk->queue,
+					       vbblk_writeback(vblk->vdev),
+					       vbblk_fua(vblk));
+	}
+	if (quiesce)
+		vbblk_unquiesce(vblk);
 	mutex_unlock(&vblk->vdev_mutex);
 	return err ? err : count;
 }

@@ -195,6 +195,56 @@ static struct vbblk_iohdr *vbblk_vq_reap(struct vbblk_vq *vq, bool polled,
 	return head;
 }
 
+/* A command whose issuer sleeps until it comes back. */
+struct vbblk_sync_cmd {
+	struct vbblk_iohdr hdr;
+	struct completion done;
+};
+
+static void vbblk_sync_end(struct vbblk_iohdr *hdr)
+{
+	complete(&container_of(hdr, struct vbblk_sync_cmd, hdr)->done);
+}
+
+/*
+ * One device FLUSH on @vq, waited for, outside either I/O path: for a
+ * caller that has quiesced the disk's queue and must still reach the
+ * device (cache_type). A full ring is waited out: nothing else waits on us.
+ */
+int vbblk_vq_flush_sync(struct vbblk_vq *vq)
+{
+	struct vbblk_sync_cmd *cmd;
+	unsigned long flags;
+	bool notify;
+	int err;
+
+	/* kmalloc: the device writes the status byte. */
+	cmd = kzalloc(sizeof(*cmd), GFP_KERNEL);
+	if (!cmd)
+		return -ENOMEM;
+	cmd->hdr.kind = VBBLK_KIND_SYNC;
+	init_completion(&cmd->done);
+	vbblk_iohdr_init(vq->vblk, &cmd->hdr, VIRTIO_BLK_T_FLUSH, 0);
+	for (;;) {
+		spin_lock_irqsave(&vq->lock, flags);
+		err = READ_ONCE(vq->vblk->broken) ? -EIO :
+			vbblk_vq_add(vq, &cmd->hdr, NULL, false);
+		notify = !err && vbblk_vq_kick_prepare(vq);
+		spin_unlock_irqrestore(&vq->lock, flags);
+		if (err != -ENOSPC)
+			break;
+		msleep(1);
+	}
+	if (notify)
+		vbblk_vq_notify(vq);
+	if (!err) {
+		wait_for_completion(&cmd->done);
+		err = blk_status_to_errno(vbblk_status(&cmd->hdr));
+	}
+	kfree(cmd);
+	return err;
+}
+
 /*
  * End a reaped chain, outside the lock; returns how many ended. @restart:
  * queue_rq found the ring full and stopped its hctx. Only then restart:
@@ -212,8 +262,10 @@ static int vbblk_vq_end_chain(struct vbblk_vq *vq, struct vbblk_iohdr *done,
 		next = done->done_next;
 		if (done->kind == VBBLK_KIND_BIO)
 			vbblk_bio_end_cmd(done);
-		else
+		else if (done->kind == VBBLK_KIND_RQ)
 			vbblk_rq_end_cmd(done);
+		else
+			vbblk_sync_end(done);
 	}
 
 	if (n && vblk->mode == VBBLK_MODE_BIO)

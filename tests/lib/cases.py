@@ -364,6 +364,18 @@ TESTS.append(Test('powercut', lambda: [], modes=ALL_PATHS, host=_powercut,
                       'is clean after journal replay and every acknowledged record is intact'))
 
 
+def _cache_cut(outdir, ctx):
+    import powercut
+    return powercut.run_cache_switch(outdir, ctx)
+
+
+TESTS.append(Test('cache_cut', lambda: [], vbblk_only=True, host=_cache_cut,
+                  doc='writes completed in write-back mode and never flushed survive a power '
+                      'cut (nbdkit volcache keeping nothing unflushed) taken right after '
+                      'cache_type is set to write through: the switch flushes first (stock '
+                      'virtio_blk does not)'))
+
+
 SOAK_SECONDS = int(float(os.environ.get('SOAK_MINUTES', '3')) * 60)
 
 

@@ -10,7 +10,12 @@ unflushed sectors. After the last cut a final boot only checks.
 
 POWERCUTS=N sets the cuts per variant (default 10); POWERCUT_SEED fixes the
 random choices. A summary lands in <outdir>/summary.txt.
+
+run_cache_switch() is the `cache_cut` test: one cut right after cache_type
+went from write back to write through, with writes completed and never
+flushed before the switch (tests/guest/cache_cut.sh).
 """
+import hashlib
 import os
 import random
 import re
@@ -139,3 +144,76 @@ def run(outdir, ctx, cuts=None, keep='random'):
             nbd.kill()
         with open(os.path.join(outdir, 'summary.txt'), 'w') as f:
             f.write('\n'.join(summary) + '\n')
+
+
+def _start_nbdkit(outdir, img, keep, seed, stats):
+    """volcache on a unix socket; (process, socket) once it listens, or
+    (process, None)."""
+    so = _build_plugin(outdir)
+    sock = os.path.join(outdir, 'nbd.sock')
+    if os.path.exists(sock):
+        os.unlink(sock)
+    nbd = subprocess.Popen(['nbdkit', '-f', '-U', sock, so, 'file=' + img, 'keep=%s' % keep,
+                            'seed=%d' % seed, 'stats=' + stats],
+                           stdout=open(os.path.join(outdir, 'nbdkit.log'), 'w'),
+                           stderr=subprocess.STDOUT)
+    for _ in range(100):
+        if os.path.exists(sock) or nbd.poll() is not None:
+            break
+        time.sleep(0.1)
+    ok = nbd.poll() is None and os.path.exists(sock)
+    return nbd, sock if ok else None
+
+
+def run_cache_switch(outdir, ctx):
+    """Write 1 MiB (completed, unflushed), switch cache_type to write
+    through, cut the power with a cache that keeps nothing unflushed: the
+    image must hold the data."""
+    os.makedirs(outdir, exist_ok=True)
+    os.makedirs(ctx['imgdir'], exist_ok=True)
+    img = os.path.join(ctx['imgdir'], 'cc.img')
+    with open(img, 'wb') as f:
+        f.truncate(16 << 20)
+    stats = os.path.join(outdir, 'cuts.txt')
+    open(stats, 'w').close()
+    nbd, sock = _start_nbdkit(outdir, img, 0, 1, stats)
+    try:
+        if not sock:
+            return 'nbdkit did not start (see nbdkit.log)'
+        disk = Disk('cc', backend='nbd', serial='CC-1')
+        disk.path = sock
+
+        def cut(guest, *args):
+            threading.Timer(0.5, lambda: os.killpg(guest.proc.pid, signal.SIGKILL)).start()
+            return 'in 0.5s\n'
+
+        g = Guest('cache_cut', os.path.join(outdir, 'boot'), ctx['kernel'], ctx['initrd'],
+                  disks=[disk], driver=ctx['driver'], timeout=int(180 * ctx['scale']),
+                  imgdir=ctx['imgdir'], actions={'cut': cut}, vbblk_params=ctx['params'])
+        res = g.run()
+        lines = _lines(g.console)
+        bad = [l for l in lines if _BAD_RE.search(l)]
+        if bad:
+            return 'kernel problem: %s' % bad[0].strip()[:200]
+        want = [l.split()[-1] for l in lines if 'PATTERN ' in l]
+        if g.proc.returncode != -signal.SIGKILL or not want:
+            return 'the guest was not cut after the switch: %s' % res.reason
+        for _ in range(100):
+            if _lines(stats):
+                break
+            time.sleep(0.1)
+        else:
+            return 'nbdkit did not record the cut'
+        with open(img, 'rb') as f:
+            got = hashlib.sha256(f.read(1 << 20)).hexdigest()
+        if got != want[0]:
+            return ('data written before cache_type went to write through was lost at '
+                    'the power cut (%s; image sha256 %s, written %s)'
+                    % (_lines(stats)[0].strip(), got[:16], want[0][:16]))
+        return None
+    finally:
+        nbd.send_signal(signal.SIGTERM)
+        try:
+            nbd.wait(10)
+        except subprocess.TimeoutExpired:
+            nbd.kill()
