@@ -105,6 +105,19 @@ struct vbblk_iohdr {
 };
 
 struct vbblk;
+struct vbblk_bio_cmd;
+
+/*
+ * Bio mode: device FLUSHes shared by concurrent flush stages (see
+ * vbblk_flush_stage()). @running leads the FLUSH on the ring, @covered
+ * share it, @waiting arrived after it started and share the next.
+ */
+struct vbblk_flush {
+	spinlock_t lock;		/* taken from completion irqs */
+	struct vbblk_bio_cmd *running;
+	struct list_head covered;
+	struct list_head waiting;
+};
 
 struct vbblk_vq {
 	spinlock_t lock;		/* serialises add, kick_prepare, get_buf */
@@ -140,6 +153,7 @@ struct vbblk {
 	struct request_queue *rq_queue;
 
 	struct vbblk_batch __percpu *batch;
+	struct vbblk_flush flush;
 	struct vbblk_stats __percpu *stats;
 	atomic_t plug_refs;		/* plug callbacks that still use us */
 	struct hlist_node cpuhp_node;

@@ -17,8 +17,10 @@
  * has FLUSH but no FUA, so one command walks through up to three stages:
  * PREFLUSH (a FLUSH), DATA (the write), POSTFLUSH (a FLUSH for FUA). Each
  * stage is issued from the completion of the one before, so submit_bio
- * never waits. The block layer already strips both flags when the cache
- * is write-through.
+ * never waits. Concurrent flush stages share device FLUSHes (see
+ * vbblk_flush_stage()). A read with PREFLUSH or FUA is a FLUSH, then the
+ * read: what it returns is on stable media. The block layer already
+ * strips both flags when the cache is write-through.
  */
 #include <linux/blkdev.h>
 #include <linux/delay.h>
@@ -442,19 +444,88 @@ bool vbblk_plug_note(struct vbblk *vblk, struct vbblk_vq *vq,
 
 /* ---- Completion ---- */
 
+/*
+ * Device FLUSHes are shared. The device flushes for all the disk's
+ * virtqueues at once, so a flush stage (fsync's empty PREFLUSH, a write's
+ * PREFLUSH, a FUA write's POSTFLUSH) that finds no FLUSH running sends
+ * one, and leads it; one that finds a FLUSH running waits for the next:
+ * the running one may have started before the writes this stage must
+ * cover completed. When a FLUSH completes, it ends its leader's and its
+ * followers' stages, and the first waiter leads the next FLUSH for all
+ * who waited. So every stage ends after a device FLUSH that started after
+ * the stage was asked for, and N concurrent fsyncs cost about two device
+ * FLUSHes, not N (blk-mq's flush machinery does the same for requests).
+ */
+static void vbblk_flush_stage(struct vbblk_bio_cmd *cmd, bool plugged)
+{
+	struct vbblk *vblk = cmd->vq->vblk;
+	struct vbblk_flush *fl = &vblk->flush;
+	unsigned long flags;
+	bool lead;
+
+	spin_lock_irqsave(&fl->lock, flags);
+	lead = !fl->running;
+	if (lead)
+		fl->running = cmd;
+	else
+		list_add_tail(&cmd->flush_node, &fl->waiting);
+	spin_unlock_irqrestore(&fl->lock, flags);
+	if (lead) {
+		vbblk_iohdr_init(vblk, &cmd->hdr, VIRTIO_BLK_T_FLUSH, 0);
+		vbblk_bio_cmd_dispatch(cmd, plugged);
+	}
+}
+
+static void vbblk_bio_stage_done(struct vbblk_bio_cmd *cmd, blk_status_t st);
+
+/* The FLUSH @lead sent completed with @st. */
+static void vbblk_flush_done(struct vbblk_bio_cmd *lead, blk_status_t st)
+{
+	struct vbblk *vblk = lead->vq->vblk;
+	struct vbblk_flush *fl = &vblk->flush;
+	struct vbblk_bio_cmd *cmd, *tmp, *next = NULL;
+	unsigned long flags;
+	LIST_HEAD(done);
+
+	spin_lock_irqsave(&fl->lock, flags);
+	list_splice_init(&fl->covered, &done);
+	if (!list_empty(&fl->waiting)) {
+		next = list_first_entry(&fl->waiting, struct vbblk_bio_cmd,
+					flush_node);
+		list_del(&next->flush_node);
+		list_splice_init(&fl->waiting, &fl->covered);
+	}
+	fl->running = next;
+	spin_unlock_irqrestore(&fl->lock, flags);
+
+	if (next) {
+		vbblk_iohdr_init(vblk, &next->hdr, VIRTIO_BLK_T_FLUSH, 0);
+		vbblk_bio_cmd_dispatch(next, false);
+	}
+	list_for_each_entry_safe(cmd, tmp, &done, flush_node) {
+		list_del(&cmd->flush_node);
+		vbblk_bio_stage_done(cmd, st);
+	}
+	vbblk_bio_stage_done(lead, st);
+}
+
+/* Start the stage after the one that completed; false if none is left. */
 static bool vbblk_bio_next_stage(struct vbblk_bio_cmd *cmd)
 {
 	struct vbblk *vblk = cmd->vq->vblk;
 
 	if (cmd->stage == VBBLK_STAGE_PREFLUSH && cmd->bytes) {
 		cmd->stage = VBBLK_STAGE_DATA;
-		vbblk_iohdr_init(vblk, &cmd->hdr, VIRTIO_BLK_T_OUT,
+		vbblk_iohdr_init(vblk, &cmd->hdr,
+				 op_is_write(bio_op(cmd->bio)) ?
+				 VIRTIO_BLK_T_OUT : VIRTIO_BLK_T_IN,
 				 cmd->bio->bi_iter.bi_sector);
+		vbblk_bio_cmd_dispatch(cmd, false);
 		return true;
 	}
 	if (cmd->stage != VBBLK_STAGE_POSTFLUSH && cmd->postflush) {
 		cmd->stage = VBBLK_STAGE_POSTFLUSH;
-		vbblk_iohdr_init(vblk, &cmd->hdr, VIRTIO_BLK_T_FLUSH, 0);
+		vbblk_flush_stage(cmd, false);
 		return true;
 	}
 	return false;
@@ -480,17 +551,26 @@ static bool vbblk_bio_retry_next(struct vbblk_bio_cmd *cmd)
 	return true;
 }
 
-/* One command came back (interrupt context, no lock held). */
+/*
+ * One command came back (interrupt context, no lock held). A command in
+ * a flush stage on the ring leads a shared FLUSH: its followers never are.
+ */
 void vbblk_bio_end_cmd(struct vbblk_iohdr *hdr)
 {
 	struct vbblk_bio_cmd *cmd = container_of(hdr, struct vbblk_bio_cmd, hdr);
 	blk_status_t st = vbblk_status(hdr);
-	enum req_op op;
 
-	if (!st && vbblk_bio_next_stage(cmd)) {
-		vbblk_bio_cmd_dispatch(cmd, false);
+	if (cmd->stage != VBBLK_STAGE_DATA)
+		vbblk_flush_done(cmd, st);
+	else
+		vbblk_bio_stage_done(cmd, st);
+}
+
+/* A command's stage ended with @st: the next stage, a retry, or the end. */
+static void vbblk_bio_stage_done(struct vbblk_bio_cmd *cmd, blk_status_t st)
+{
+	if (!st && vbblk_bio_next_stage(cmd))
 		return;
-	}
 	/*
 	 * A batch carries other submitters' bios: if it fails, send its bios
 	 * again one by one, so that only those on bad sectors fail.
@@ -541,10 +621,15 @@ static void vbblk_bio_send(struct vbblk *vblk, struct vbblk_bio_cmd *cmd)
 	vbblk_bio_cmd_dispatch(cmd, vbblk_plug_note(vblk, cmd->vq, NULL));
 }
 
-/* A write with PREFLUSH and/or FUA, or an empty flush: never merged. */
+/*
+ * A read or write with PREFLUSH and/or FUA, or an empty flush: never
+ * merged. A write: PREFLUSH first, FUA after. A read: either flag is a
+ * FLUSH first, so that it reads what is on stable media; none after.
+ */
 static void vbblk_bio_submit_flush(struct vbblk *vblk, struct bio *bio)
 {
 	struct vbblk_batch *b = raw_cpu_ptr(vblk->batch);
+	bool write = op_is_write(bio_op(bio));
 	struct vbblk_bio_cmd *cmd;
 
 	/* Writes held on this CPU go first; the flush is a natural cut. */
@@ -556,18 +641,18 @@ static void vbblk_bio_submit_flush(struct vbblk *vblk, struct bio *bio)
 		return;
 	vbblk_cmd_add_bio(cmd, bio,
 			  bio->bi_iter.bi_size ? vbblk_bio_segs(vblk, bio) : 0);
-	cmd->postflush = (bio->bi_opf & REQ_FUA) && cmd->bytes &&
+	cmd->postflush = write && (bio->bi_opf & REQ_FUA) && cmd->bytes &&
 			 !READ_ONCE(vbblk_debug_skip_fua_flush);
 
-	if (bio->bi_opf & REQ_PREFLUSH) {
+	if ((bio->bi_opf & REQ_PREFLUSH) || !write) {
 		cmd->stage = VBBLK_STAGE_PREFLUSH;
-		vbblk_iohdr_init(vblk, &cmd->hdr, VIRTIO_BLK_T_FLUSH, 0);
+		vbblk_flush_stage(cmd, vbblk_plug_note(vblk, cmd->vq, NULL));
 	} else {
 		cmd->stage = VBBLK_STAGE_DATA;
 		vbblk_iohdr_init(vblk, &cmd->hdr, VIRTIO_BLK_T_OUT,
 				 bio->bi_iter.bi_sector);
+		vbblk_bio_send(vblk, cmd);
 	}
-	vbblk_bio_send(vblk, cmd);
 }
 
 /*
@@ -697,8 +782,16 @@ int vbblk_bio_init(struct vbblk *vblk)
 {
 	unsigned int i;
 
+	spin_lock_init(&vblk->flush.lock);
+	vblk->flush.running = NULL;
+	INIT_LIST_HEAD(&vblk->flush.waiting);
+	INIT_LIST_HEAD(&vblk->flush.covered);
+
 	vblk->depth = min(vbblk_queue_depth,
 			  virtqueue_get_vring_size(vblk->vqs[0].vq));
+	/* Before anything can fail: vbblk_bio_exit() cancels them all. */
+	for (i = 0; i < vblk->num_vqs; i++)
+		INIT_DELAYED_WORK(&vblk->vqs[i].park_work, vbblk_bio_park_work);
 	vblk->batch = alloc_percpu(struct vbblk_batch);
 	if (!vblk->batch)
 		goto fail;
