@@ -660,10 +660,12 @@ static int vbblk_build_limits(struct vbblk *vblk, struct queue_limits *lim,
 		lim->max_discard_segments = v;
 		virtio_cread(vdev, struct virtio_blk_config,
 			     secure_erase_sector_alignment, &v);
-		if (v)
+		/* Device-provided: as discard_sector_alignment above. */
+		if (v && v <= (U32_MAX >> SECTOR_SHIFT) &&
+		    (v << SECTOR_SHIFT) >= lbs)
 			lim->discard_granularity =
 				max(lim->discard_granularity,
-				    v << SECTOR_SHIFT);
+				    rounddown_pow_of_two(v << SECTOR_SHIFT));
 	}
 	return 0;
 }
