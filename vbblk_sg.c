@@ -43,13 +43,21 @@ unsigned int vbblk_sg_max_bytes(const struct vbblk *vblk)
 	return max(segs, 2U) * PAGE_SIZE - PAGE_SIZE;
 }
 
-enum vbblk_scsi_access {
-	VBBLK_SCSI_READ,	/* anyone who may open the disk */
-	VBBLK_SCSI_WRITE,	/* changes data: needs what write() needs */
-	VBBLK_SCSI_RAWIO,	/* anything else: CAP_SYS_RAWIO */
-};
+/*
+ * Who may send a CDB. Without CAP_SYS_RAWIO the kernel's own SG_IO policy,
+ * scsi_cmd_allowed(), opcode by opcode, and never looser: a command may be
+ * sent on any open, on a writable open, or not at all. Opcodes it lets
+ * through that no disk of ours needs (CD/DVD, ZBC, diagnostics, ...) need
+ * CAP_SYS_RAWIO here. Stricter than it in two ways: a command that changes
+ * data needs a writable open even with CAP_SYS_RAWIO, as write() would;
+ * and UNMAP, which it lets any open send (0x42 is also the CD command READ
+ * SUB-CHANNEL), needs a writable open, as WRITE SAME does.
+ */
+#define VBBLK_SCSI_ANY_OPEN	BIT(0)	/* unprivileged, on any open */
+#define VBBLK_SCSI_WRITE_OPEN	BIT(1)	/* unprivileged, on a writable open */
+#define VBBLK_SCSI_CHANGES	BIT(2)	/* changes data: writable open always */
 
-static enum vbblk_scsi_access vbblk_scsi_access(u8 opcode)
+static unsigned int vbblk_scsi_access(u8 opcode)
 {
 	switch (opcode) {
 	case TEST_UNIT_READY:
@@ -67,27 +75,27 @@ static enum vbblk_scsi_access vbblk_scsi_access(u8 opcode)
 	case VERIFY:
 	case VERIFY_16:
 	case LOG_SENSE:
-	/* like fsync(), which a read-only open may call */
-	case SYNCHRONIZE_CACHE:
-	case SYNCHRONIZE_CACHE_16:
-		return VBBLK_SCSI_READ;
+		return VBBLK_SCSI_ANY_OPEN;
+	case SYNCHRONIZE_CACHE:		/* there as GPCMD_FLUSH_CACHE */
+		return VBBLK_SCSI_WRITE_OPEN;
 	case WRITE_6:
 	case WRITE_10:
 	case WRITE_12:
 	case WRITE_16:
 	case WRITE_VERIFY:
 	case WRITE_VERIFY_12:
-	case WRITE_VERIFY_16:
 	case WRITE_SAME:
 	case WRITE_SAME_16:
-	case WRITE_SAME_32:
 	case UNMAP:
 	case MODE_SELECT:
 	case MODE_SELECT_10:
 	case FORMAT_UNIT:
-		return VBBLK_SCSI_WRITE;
+		return VBBLK_SCSI_WRITE_OPEN | VBBLK_SCSI_CHANGES;
+	case WRITE_VERIFY_16:		/* not listed there */
+		return VBBLK_SCSI_CHANGES;
 	default:
-		return VBBLK_SCSI_RAWIO;
+		/* SYNCHRONIZE CACHE(16), vendor opcodes, ... */
+		return 0;
 	}
 }
 
@@ -285,7 +293,9 @@ static int vbblk_sg_prepare(struct vbblk_sg *sg, struct sg_io_hdr *hdr,
 	struct vbblk *vblk = sg->vblk;
 	struct iovec one, *vec = &one;
 	struct iov_iter iter;
+	unsigned int access;
 	ssize_t total;
+	bool writable;
 
 	if (hdr->interface_id != SG_INTERFACE_ID_ORIG)
 		return -EINVAL;
@@ -307,21 +317,16 @@ static int vbblk_sg_prepare(struct vbblk_sg *sg, struct sg_io_hdr *hdr,
 		return -EFAULT;
 	sg->io->cdb_len = hdr->cmd_len;
 
-	switch (vbblk_scsi_access(sg->io->cdb[0])) {
-	case VBBLK_SCSI_READ:
-		*write_cmd = false;
-		break;
-	case VBBLK_SCSI_WRITE:
-		if (!(mode & VBBLK_OPEN_WRITE))
-			return -EPERM;
-		*write_cmd = true;
-		break;
-	default:
-		if (!capable(CAP_SYS_RAWIO))
-			return -EPERM;
-		*write_cmd = false;
-		break;
-	}
+	access = vbblk_scsi_access(sg->io->cdb[0]);
+	writable = !!(mode & VBBLK_OPEN_WRITE);
+	if ((access & VBBLK_SCSI_CHANGES) && !writable)
+		return -EPERM;
+	/* capable() last: an LSM then audits no denial for allowed commands */
+	if (!(access & VBBLK_SCSI_ANY_OPEN) &&
+	    !((access & VBBLK_SCSI_WRITE_OPEN) && writable) &&
+	    !capable(CAP_SYS_RAWIO))
+		return -EPERM;
+	*write_cmd = access & VBBLK_SCSI_CHANGES;
 
 	sg->dxferp = hdr->dxferp;
 	sg->dxfer_len = hdr->dxfer_len;

@@ -194,14 +194,49 @@ OUT=$(sg_unmap --lba=0 --num=8 /dev/$R 2>&1) && fail "UNMAP on a read-only disk 
 OUT=$(sg_write_same --16 --unmap --lba=0 --num=8 /dev/$R 2>&1) && fail "WRITE SAME on a read-only disk succeeded"
 log "ok: read-only disk refuses WRITE, UNMAP, WRITE SAME"
 
-# ---- an unprivileged user: reads, no raw opcodes ----
+# ---- an unprivileged user: scsi_cmd_allowed()'s classes (or stricter) ----
+nobody() { /usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+OUT=$(nobody grep CapEff /proc/self/status)
+has "unprivileged user has no capabilities" "0000000000000000"
 chmod 666 /dev/$D
-OUT=$(/usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups sg_inq /dev/$D 2>&1) || { echo "$OUT"; fail "unprivileged INQUIRY failed"; }
+OUT=$(nobody sg_inq /dev/$D 2>&1) || { echo "$OUT"; fail "unprivileged INQUIRY failed"; }
 has "unprivileged INQUIRY" "Vendor identification: VIRTIO"
-OUT=$(/usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups sg_raw /dev/$D c0 00 00 00 00 00 2>&1) &&
+OUT=$(nobody sg_raw /dev/$D c0 00 00 00 00 00 2>&1) &&
 	fail "unprivileged vendor opcode succeeded"
 has "unprivileged vendor opcode refused" "not permitted"
+# perm NAME RO-ANSWER RW-ANSWER DATA CDB...: one command as nobody on a
+# read-only open of a node it may only read, then on a read-write open of a
+# node it may write ("ok" or an errno name); mismatches are counted in $bad
+bad=0
+perm() {
+	name=$1 want_ro=$2 want_rw=$3 b0=$bad
+	shift 3
+	for open in ro rw; do
+		if [ $open = ro ]; then chmod 644 /dev/$D; want=$want_ro
+		else chmod 666 /dev/$D; want=$want_rw; fi
+		got=$(nobody sgfuzz /dev/$D send $open "$@" 2>&1)
+		[ "$got" = "$want" ] && continue
+		log "WRONG: unprivileged $name, $open open: '$got', want '$want'"
+		bad=$((bad + 1))
+	done
+	if [ $bad = $b0 ]; then log "ok: unprivileged $name: ro $want_ro, rw $want_rw"; fi
+}
+W=$((48 * 2048))	# an unused 512-byte block at 48M
+W=$(printf '%02x %02x %02x %02x' $((W >> 24)) $((W >> 16 & 255)) $((W >> 8 & 255)) $((W & 255)))
+# read class: any open
+perm INQUIRY ok ok in36 12 00 00 00 24 00
+perm "READ(10)" ok ok in512 28 00 $W 00 00 01 00
+perm "READ CAPACITY(10)" ok ok in8 25 00 00 00 00 00 00 00 00 00
+# write class: a read-write open (UNMAP too, with an empty parameter list)
+perm "WRITE(10)" EPERM ok out512 2a 00 $W 00 00 01 00
+perm "SYNCHRONIZE CACHE(10)" EPERM ok none 35 00 00 00 00 00 00 00 00 00
+perm UNMAP EPERM ok none 42 00 00 00 00 00 00 00 00 00
+# CAP_SYS_RAWIO only
+perm "SYNCHRONIZE CACHE(16)" EPERM EPERM none 91 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00
+perm "WRITE AND VERIFY(16)" EPERM EPERM out512 8e 00 00 00 00 00 $W 00 00 00 01 00 00
+perm "vendor opcode" EPERM EPERM none c0 00 00 00 00 00
 chmod 660 /dev/$D
+[ $bad = 0 ] || fail "$bad unprivileged SG_IO command(s) got the wrong answer"
 
 # ---- fixed error cases, then random SG_IO ----
 must sgfuzz /dev/$F check

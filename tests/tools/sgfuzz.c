@@ -4,6 +4,11 @@
  *
  *   sgfuzz DEV ITERATIONS SEED
  *   sgfuzz DEV check
+ *   sgfuzz DEV send ro|rw none|inLEN|outLEN CDB-BYTE...
+ *
+ * "send" opens DEV read-only or read-write, sends one CDB (hex bytes) with
+ * no data, a LEN-byte data-in or a LEN-byte zeroed data-out buffer, and
+ * prints "ok" (GOOD), the errno's name (EPERM) or the status and sense key.
  *
  * "check" runs fixed cases with known answers: each bad header, length or
  * pointer gets its errno, each bad command its sense, and iovec reads
@@ -21,6 +26,7 @@
  * Anything else is printed and makes the exit status 1. Oopses and hangs
  * are for the caller to see (console, timeout).
  */
+#define _GNU_SOURCE		/* strerrorname_np() */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -450,7 +456,7 @@ static int check(const char *dev)
 	      "READ(10) iovec: rc %d status 0x%x host 0x%x resid %d pread %d", rc,
 	      h.status, h.host_status, h.resid, v);
 
-	/* permissions: a read-only open may read and sync, not write */
+	/* as root: a read-only open may read and sync, never write */
 	rw10(cdb, 0x2a, 0, 1);
 	hdr_init(&h, cdb, 10, SG_DXFER_TO_DEV, a, 4096);
 	CHECK(sgio(rofd, &h) == -EPERM, "WRITE(10) on a read-only open");
@@ -490,14 +496,69 @@ static int check(const char *dev)
 	return failures ? 1 : 0;
 }
 
+/* ---- send: one CDB, for permission checks ---- */
+
+static int send(const char *dev, char **argv, int argc)
+{
+	unsigned char cdb[32];
+	struct sg_io_hdr h;
+	unsigned int len = 0;
+	int dir = SG_DXFER_NONE, fd, i, rc, rw;
+	char *end = "";
+
+	rw = argc >= 1 && !strcmp(argv[0], "rw");
+	if (argc < 3 || argc > 2 + (int)sizeof(cdb) ||
+	    (!rw && strcmp(argv[0], "ro")))
+		goto usage;
+	if (!strncmp(argv[1], "in", 2)) {
+		dir = SG_DXFER_FROM_DEV;
+		len = strtoul(argv[1] + 2, &end, 0);
+	} else if (!strncmp(argv[1], "out", 3)) {
+		dir = SG_DXFER_TO_DEV;
+		len = strtoul(argv[1] + 3, &end, 0);
+	} else if (strcmp(argv[1], "none")) {
+		goto usage;
+	}
+	if (*end || (dir != SG_DXFER_NONE && !len) || len > BUF_BYTES)
+		goto usage;
+	for (i = 2; i < argc; i++) {
+		cdb[i - 2] = strtoul(argv[i], &end, 16);
+		if (*end || end == argv[i])
+			goto usage;
+	}
+	buf = calloc(1, BUF_BYTES);
+	fd = open(dev, rw ? O_RDWR : O_RDONLY);
+	if (!buf || fd < 0) {
+		perror(dev);
+		return 2;
+	}
+	hdr_init(&h, cdb, argc - 2, dir, len ? buf : NULL, len);
+	rc = sgio(fd, &h);
+	close(fd);
+	if (rc)
+		printf("%s\n", strerrorname_np(-rc));
+	else if (!h.status && !h.host_status && !h.driver_status)
+		printf("ok\n");
+	else
+		printf("status 0x%x host 0x%x driver 0x%x key 0x%x asc 0x%x\n",
+		       h.status, h.host_status, h.driver_status, sbuf[2] & 0xf,
+		       sbuf[12]);
+	return 0;
+usage:
+	fprintf(stderr, "usage: sgfuzz DEV send ro|rw none|inLEN|outLEN CDB-BYTE...\n");
+	return 2;
+}
+
 int main(int argc, char **argv)
 {
 	struct outcome o = { 0 };
 	unsigned long n, i;
 	int fd;
 
+	if (argc >= 3 && !strcmp(argv[2], "send"))
+		return send(argv[1], argv + 3, argc - 3);
 	if (argc != 4 && !(argc == 3 && !strcmp(argv[2], "check"))) {
-		fprintf(stderr, "usage: sgfuzz DEV ITERATIONS SEED | sgfuzz DEV check\n");
+		fprintf(stderr, "usage: sgfuzz DEV ITERATIONS SEED | sgfuzz DEV check | sgfuzz DEV send ...\n");
 		return 2;
 	}
 	fd = open(argv[1], O_RDWR);
