@@ -233,7 +233,7 @@ int vbblk_vq_flush_sync(struct vbblk_vq *vq)
 		spin_unlock_irqrestore(&vq->lock, flags);
 		if (err != -ENOSPC)
 			break;
-		msleep(1);
+		usleep_range(100, 1000);
 	}
 	if (notify)
 		vbblk_vq_notify(vq);
