@@ -154,6 +154,10 @@ struct vbblk {
 
 	struct vbblk_batch __percpu *batch;
 	struct vbblk_flush flush;
+	/* bios that found no command where they could not sleep (softirq) */
+	spinlock_t defer_lock;
+	struct bio_list deferred;
+	struct work_struct defer_work;
 	struct vbblk_stats __percpu *stats;
 	atomic_t plug_refs;		/* plug callbacks that still use us */
 	struct hlist_node cpuhp_node;

@@ -139,9 +139,21 @@ static void vbblk_bio_would_block(struct vbblk *vblk, struct bio *bio)
 	bio_wouldblock_error(bio);
 }
 
+static void vbblk_bio_defer(struct vbblk *vblk, struct bio *bio)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&vblk->defer_lock, flags);
+	bio_list_add(&vblk->deferred, bio);
+	spin_unlock_irqrestore(&vblk->defer_lock, flags);
+	vbblk_stat_inc(vblk, VBBLK_STAT_RING_FULL_WAITS);
+	queue_work(system_wq, &vblk->defer_work);
+}
+
 /*
  * A command for @bio's submitter on @vq. Sleeps for a free one unless the
- * bio is REQ_NOWAIT: then NULL, and the bio has ended with EAGAIN.
+ * bio is REQ_NOWAIT (then NULL, and the bio has ended with EAGAIN) or the
+ * caller cannot sleep (then NULL, and the bio waits in vblk->deferred).
  */
 struct vbblk_bio_cmd *vbblk_bio_cmd_alloc(struct vbblk *vblk,
 					  struct vbblk_vq *vq, struct bio *bio)
@@ -151,6 +163,14 @@ struct vbblk_bio_cmd *vbblk_bio_cmd_alloc(struct vbblk *vblk,
 	if (!cmd) {
 		if (bio->bi_opf & REQ_NOWAIT) {
 			vbblk_bio_would_block(vblk, bio);
+			return NULL;
+		}
+		/*
+		 * submit_bio from softirq (dm-crypt) must not sleep: the bio is
+		 * sent again from a work item, which may. Nothing is dropped.
+		 */
+		if (unlikely(!in_task())) {
+			vbblk_bio_defer(vblk, bio);
 			return NULL;
 		}
 		/* Sleeping flushes our plug, so held batches go out first. */
@@ -419,7 +439,8 @@ bool vbblk_plug_note(struct vbblk *vblk, struct vbblk_vq *vq,
 	struct vbblk_plug_cb *p;
 	struct blk_plug_cb *cb;
 
-	if (!current->plug || READ_ONCE(vblk->draining))
+	/* Softirq submitters must not touch the interrupted task's plug. */
+	if (!current->plug || !in_task() || READ_ONCE(vblk->draining))
 		return false;
 	cb = blk_check_plugged(vbblk_unplug, vblk, sizeof(*p));
 	if (!cb)
@@ -734,22 +755,9 @@ static void vbblk_bio_submit_range(struct vbblk *vblk, struct bio *bio)
 	vbblk_bio_send(vblk, cmd);
 }
 
-void vbblk_submit_bio(struct bio *bio)
+/* A bio that passed the checks goes its way: each path below may sleep. */
+static void vbblk_bio_route(struct vbblk *vblk, struct bio *bio)
 {
-	struct vbblk *vblk = bio->bi_bdev->bd_disk->private_data;
-
-	bio = bio_split_to_limits(bio);
-	if (!bio)
-		return;
-	vbblk_stat_inc(vblk, VBBLK_STAT_BIOS);
-
-	/* A read-only device never sees a write; an empty flush is harmless. */
-	if (unlikely(vblk->read_only && op_is_write(bio_op(bio)) &&
-		     bio_sectors(bio))) {
-		bio_io_error(bio);
-		return;
-	}
-
 	switch (bio_op(bio)) {
 	case REQ_OP_READ:
 	case REQ_OP_WRITE:
@@ -757,9 +765,11 @@ void vbblk_submit_bio(struct bio *bio)
 			/* Flush stages run from interrupts: not polled. */
 			bio_clear_polled(bio);
 			vbblk_bio_submit_flush(vblk, bio);
-		} else if ((bio->bi_opf & REQ_POLLED) && vblk->num_poll_vqs) {
+		} else if ((bio->bi_opf & REQ_POLLED) && vblk->num_poll_vqs &&
+			   in_task()) {
 			vbblk_bio_submit_polled(vblk, bio);
 		} else {
+			bio_clear_polled(bio);
 			vbblk_batch_submit(vblk, bio);
 		}
 		break;
@@ -776,12 +786,48 @@ void vbblk_submit_bio(struct bio *bio)
 	}
 }
 
+/* Bios that found no free command where they could not sleep. */
+static void vbblk_bio_defer_work(struct work_struct *work)
+{
+	struct vbblk *vblk = container_of(work, struct vbblk, defer_work);
+	struct bio_list bios;
+	struct bio *bio;
+
+	spin_lock_irq(&vblk->defer_lock);
+	bios = vblk->deferred;
+	bio_list_init(&vblk->deferred);
+	spin_unlock_irq(&vblk->defer_lock);
+	while ((bio = bio_list_pop(&bios)))
+		vbblk_bio_route(vblk, bio);
+}
+
+void vbblk_submit_bio(struct bio *bio)
+{
+	struct vbblk *vblk = bio->bi_bdev->bd_disk->private_data;
+
+	bio = bio_split_to_limits(bio);
+	if (!bio)
+		return;
+	vbblk_stat_inc(vblk, VBBLK_STAT_BIOS);
+
+	/* A read-only device never sees a write; an empty flush is harmless. */
+	if (unlikely(vblk->read_only && op_is_write(bio_op(bio)) &&
+		     bio_sectors(bio))) {
+		bio_io_error(bio);
+		return;
+	}
+	vbblk_bio_route(vblk, bio);
+}
+
 /* ---- Setup and teardown ---- */
 
 int vbblk_bio_init(struct vbblk *vblk)
 {
 	unsigned int i;
 
+	spin_lock_init(&vblk->defer_lock);
+	bio_list_init(&vblk->deferred);
+	INIT_WORK(&vblk->defer_work, vbblk_bio_defer_work);
 	spin_lock_init(&vblk->flush.lock);
 	vblk->flush.running = NULL;
 	INIT_LIST_HEAD(&vblk->flush.waiting);
@@ -855,6 +901,8 @@ void vbblk_bio_exit(struct vbblk *vblk)
 	}
 	free_percpu(vblk->batch);
 	vblk->batch = NULL;
+	/* Idle once drained; a probe failure never queued it. */
+	cancel_work_sync(&vblk->defer_work);
 }
 
 /*
@@ -867,6 +915,8 @@ void vbblk_bio_drain(struct vbblk *vblk)
 	unsigned int i;
 
 	WRITE_ONCE(vblk->draining, true);
+	/* Deferred bios were admitted before new bios stopped: send them. */
+	flush_work(&vblk->defer_work);
 	vbblk_batch_flush_all(vblk, VBBLK_STAT_DISPATCH_DRAIN);
 	for (i = 0; i < vblk->num_vqs; i++) {
 		struct vbblk_vq *vq = &vblk->vqs[i];
