@@ -3,7 +3,9 @@
 # interrupts; interrupt-driven I/O still works beside it; unload is clean.
 # vbblk's poll queue has a vector with its signals suppressed (so that a
 # vhost-user backend gets a call eventfd for it): at most a few interrupts
-# there. On vhost-user the harness also fails the test if the daemon logged
+# there. More polled I/O in one submission than the poll queue has commands
+# completes (queue_depth=4, 32 per io_uring_enter). On vhost-user the
+# harness also fails the test if the daemon logged
 # a vu_panic (a dropped connection, which makes polled I/O crawl).
 # (6.1 no longer polls synchronous RWF_HIPRI I/O, so pvsync2 is not used.)
 . /tests/lib.sh
@@ -45,6 +47,17 @@ wait $irqpid || { cat /tmp/irq.out; fail "interrupt-driven fio beside polled I/O
 [ $(($(disk_irqs $d) - i0)) -gt 1000 ] || fail "interrupt-driven I/O raised almost no interrupts"
 
 # polled I/O in flight when the queue is frozen by unload would hang remove
+drv_unload
+wait_gone $d || fail "$d did not go away"
+
+# more polled I/O in one io_uring_enter (one plug) than the poll queue lends
+# commands: a submitter that runs out must notify what its own plug still
+# holds before it polls for a free command, or it polls forever
+drv_load poll_queues=1 queue_depth=4
+d=$(disk_by_serial POLL-1)
+run_fio --name=pollfull --filename=/dev/$d --ioengine=io_uring --hipri=1 --direct=1 \
+	--rw=randwrite --bs=4k --iodepth=32 --iodepth_batch_submit=32 --size=8M \
+	--verify=crc32c --do_verify=1 --verify_fatal=1 --randrepeat=0
 drv_unload
 wait_gone $d || fail "$d did not go away"
 log "poll ok"
