@@ -12,7 +12,7 @@ order_free() { # free blocks of order >= $1, all zones
 }
 echo 0 > /proc/sys/vm/compact_unevictable_allowed || fail "no vm.compact_unevictable_allowed"
 echo 3 > /proc/sys/vm/drop_caches
-fragment 32 > /tmp/frag.out 2>&1 &
+fragment 4 > /tmp/frag.out 2>&1 &
 fpid=$!
 i=0
 while ! grep -q fragmented /tmp/frag.out; do
