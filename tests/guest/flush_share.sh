@@ -1,7 +1,10 @@
 # flush_share: concurrent flushes share device FLUSHes in bio mode as they
 # do in request mode (blk-mq's flush machinery). 64 fio jobs each write
-# 128 blocks of 4 KiB with an fsync after every write (raw disk, O_DIRECT);
-# the same load runs on vbblk mode=request and mode=bio in one boot, and
+# 128 blocks of 4 KiB with an fsync after every write (raw disk, O_DIRECT)
+# on a device where each write and flush takes 1 ms, as on real storage
+# (QEMU null-co with latency-ns; a flush on a tmpfs image takes nothing, so
+# few ever overlap); the same load runs on vbblk mode=request and mode=bio
+# in one boot, and
 # QMP flush_operations counts what reached the device. Bio mode may send
 # no more device FLUSHes than request mode (plus 10 %, plus 32). The
 # ordering half of the contract (each fsync ends after a FLUSH that started

@@ -248,9 +248,10 @@ def _frag_probe():
 
 @test('flush_share', timeout=420, vbblk_only=True, modes=('',))
 def _flush_share():
-    """64 jobs of 4 KiB O_DIRECT writes with an fsync after each: bio mode sends no more
-    device FLUSHes (QMP flush_operations) than request mode, +10 % +32, same boot"""
-    return [Disk('fs', '96M', serial='FS-1')]
+    """64 jobs of 4 KiB O_DIRECT writes with an fsync after each, on a device where a write
+    or a flush takes 1 ms (null-co): bio mode sends no more device FLUSHes (QMP
+    flush_operations) than request mode, +10 % +32, same boot"""
+    return [Disk('fs', '96M', backend='null-co', serial='FS-1', latency_ns=1000000)]
 
 
 @test('cpu_offline', timeout=300)

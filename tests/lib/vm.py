@@ -67,7 +67,7 @@ class Disk:
 
     def __init__(self, id, size='64M', backend='raw', serial=None, read_only=False,
                  cache='writeback', discard='unmap', props=None, blkdebug_config=None,
-                 prefill=None, sparse=True, side='main'):
+                 prefill=None, sparse=True, side='main', latency_ns=0):
         if side not in SIDES:
             raise ValueError('unknown device side %r' % side)
         self.side = side
@@ -83,6 +83,7 @@ class Disk:
         self.blkdebug_config = blkdebug_config
         self.prefill = prefill
         self.sparse = sparse
+        self.latency_ns = latency_ns    # null-co: every read, write and flush takes this long
         self.path = None
 
     def create(self, imgdir):
@@ -157,7 +158,8 @@ class Disk:
         args = []
         if self.backend == 'null-co':
             args += ['-blockdev', 'driver=null-co,node-name=%s,size=%d,read-zeroes=on,read-only=%s'
-                     % (self.id, self.size, ro)]
+                     % (self.id, self.size, ro) +
+                     (',latency-ns=%d' % self.latency_ns if self.latency_ns else '')]
         elif self.backend == 'nbd':
             # an NBD server on a unix socket (self.path); flushes reach it
             args += ['-blockdev', 'driver=nbd,node-name=%s,server.type=unix,server.path=%s,'
