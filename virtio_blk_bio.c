@@ -15,10 +15,10 @@
  *
  * FLUSH/FUA (Documentation/block/writeback_cache_control.rst): virtio-blk
  * has FLUSH but no FUA, so one command walks through up to three stages:
- * PREFLUSH (a FLUSH), DATA (the write), POSTFLUSH (a FLUSH for FUA). Each
- * stage is issued from the completion of the one before, so submit_bio
- * never waits. The block layer already strips both flags when the cache
- * is write-through.
+ * PREFLUSH (a FLUSH), DATA (the write, or a read), POSTFLUSH (a FLUSH for
+ * a FUA write). Each stage is issued from the completion of the one
+ * before, so submit_bio never waits. The block layer already strips both
+ * flags when the cache is write-through.
  */
 #include <linux/blkdev.h>
 #include <linux/delay.h>
@@ -382,8 +382,11 @@ static bool vbblk_bio_next_stage(struct vbblk_bio_cmd *cmd)
 	struct vbblk *vblk = cmd->vq->vblk;
 
 	if (cmd->stage == VBBLK_STAGE_PREFLUSH && cmd->bytes) {
+		/* The bio's own direction: a read may carry a PREFLUSH too. */
 		cmd->stage = VBBLK_STAGE_DATA;
-		vbblk_iohdr_init(vblk, &cmd->hdr, VIRTIO_BLK_T_OUT,
+		vbblk_iohdr_init(vblk, &cmd->hdr,
+				 op_is_write(bio_op(cmd->bio)) ?
+				 VIRTIO_BLK_T_OUT : VIRTIO_BLK_T_IN,
 				 cmd->bio->bi_iter.bi_sector);
 		return true;
 	}
@@ -477,10 +480,19 @@ static void vbblk_bio_send(struct vbblk *vblk, struct vbblk_bio_cmd *cmd)
 	vbblk_bio_cmd_dispatch(cmd, vbblk_plug_note(vblk, cmd->vq, NULL));
 }
 
-/* A write with PREFLUSH and/or FUA, or an empty flush: never merged. */
+/*
+ * A read or write with PREFLUSH and/or FUA, or an empty flush: never
+ * merged. A write is FLUSH (if PREFLUSH), the write, FLUSH (if FUA). A
+ * read is FLUSH, then the read, for either flag, never a write and never
+ * a flush after it: PREFLUSH asks for the flush first, and a FUA read is
+ * one that returns what is on stable media (SBC READ with FUA, translated
+ * the same way in vbblk_scsi.c), which the flush before it guarantees.
+ * 6.1 lets such reads reach us; from 6.3 submit_bio refuses them.
+ */
 static void vbblk_bio_submit_flush(struct vbblk *vblk, struct bio *bio)
 {
 	struct vbblk_batch *b = raw_cpu_ptr(vblk->batch);
+	bool write = op_is_write(bio_op(bio));
 	struct vbblk_bio_cmd *cmd;
 
 	/* Writes held on this CPU go first; the flush is a natural cut. */
@@ -492,10 +504,10 @@ static void vbblk_bio_submit_flush(struct vbblk *vblk, struct bio *bio)
 		return;
 	vbblk_cmd_add_bio(cmd, bio,
 			  bio->bi_iter.bi_size ? vbblk_bio_segs(vblk, bio) : 0);
-	cmd->postflush = (bio->bi_opf & REQ_FUA) && cmd->bytes &&
+	cmd->postflush = write && (bio->bi_opf & REQ_FUA) && cmd->bytes &&
 			 !READ_ONCE(vbblk_debug_skip_fua_flush);
 
-	if (bio->bi_opf & REQ_PREFLUSH) {
+	if (!write || (bio->bi_opf & REQ_PREFLUSH)) {
 		cmd->stage = VBBLK_STAGE_PREFLUSH;
 		vbblk_iohdr_init(vblk, &cmd->hdr, VIRTIO_BLK_T_FLUSH, 0);
 	} else {
@@ -603,7 +615,10 @@ void vbblk_submit_bio(struct bio *bio)
 	case REQ_OP_READ:
 	case REQ_OP_WRITE:
 		if (op_is_flush(bio->bi_opf)) {
-			/* Flush stages run from interrupts: not polled. */
+			/*
+			 * Reads too: FLUSH, then the read. Flush stages run
+			 * from interrupts: not polled.
+			 */
 			bio_clear_polled(bio);
 			vbblk_bio_submit_flush(vblk, bio);
 		} else if ((bio->bi_opf & REQ_POLLED) && vblk->num_poll_vqs) {
