@@ -22,8 +22,11 @@ ALL_PATHS = ('mode=bio', 'mode=bio batch=0', 'mode=request')
 class Test:
     def __init__(self, name, disks, timeout=240, vbblk_only=False, mem=1024, setup=None,
                  check=None, actions=None, doc='', optional=False, extra_args=(), append='',
-                 smp=2, modes=BOTH, host=None, sides=('main',)):
+                 smp=2, modes=BOTH, host=None, sides=('main',), kmod=()):
         self.name = name
+        # test-only modules of tests/kmod the guest loads (NAME.ko in
+        # /lib/modules/<ver>/extra): tests/run builds them for the guest
+        self.kmod = kmod
         # device sides (vm.SIDES) each variant runs on; disks(side) is
         # called with the side when there is more than the main loop
         self.sides = sides
