@@ -291,6 +291,25 @@ def _sg_io():
                                                              'write-zeroes': 'on'})]
 
 
+# ---- crafted bios (issue 14) -----------------------------------------------
+def _biotest_check(guest):
+    # blk-mq disks (request mode, stock virtio_blk) send a READ with FUA as
+    # the read and then a flush: blk-mq's flush machinery, no FUA on the queue
+    blkmq = guest.driver != 'vbblk' or 'mode=request' in (guest.vbblk_params or '').split()
+    return flushcheck.check_biotest(os.path.join(guest.outdir, 'trace.log'),
+                                    os.path.join(guest.share, 'biotest.cases'), blkmq)
+
+
+@test('biotest', timeout=300, extra_args=_trace_args, check=_biotest_check,
+      kmod=('vbbiotest',))
+def _biotest():
+    """crafted bios from tests/kmod/vbbiotest.ko: READ with PREFLUSH and/or FUA is a flush
+    then a read, never a write (device trace and counters); empty PREFLUSH; WRITE with
+    PREFLUSH|FUA; a max_sectors bio; a zero-length write; REQ_NOWAIT on a full ring gets
+    EAGAIN and loses nothing; a read submitted from softirq"""
+    return [Disk('bt', '64M', serial='BIOTEST-1', props={'num-queues': 1})]
+
+
 # ---- reliability (issue 6) -------------------------------------------------
 @test('hostile', timeout=420)
 def _hostile():
