@@ -15,12 +15,11 @@
  *
  * FLUSH/FUA (Documentation/block/writeback_cache_control.rst): virtio-blk
  * has FLUSH but no FUA, so one command walks through up to three stages:
- * PREFLUSH (a FLUSH), DATA (the write), POSTFLUSH (a FLUSH for FUA). Each
- * stage is issued from the completion of the one before, so submit_bio
- * never waits. Concurrent flush stages share device FLUSHes (see
- * vbblk_flush_stage()). A read with PREFLUSH or FUA is a FLUSH, then the
- * read: what it returns is on stable media. The block layer already
- * strips both flags when the cache is write-through.
+ * PREFLUSH (a FLUSH), DATA (the write, or a read), POSTFLUSH (a FLUSH for
+ * a FUA write). Each stage is issued from the completion of the one
+ * before, so submit_bio never waits. Concurrent flush stages share device
+ * FLUSHes (see vbblk_flush_stage()). The block layer already strips both
+ * flags when the cache is write-through.
  */
 #include <linux/blkdev.h>
 #include <linux/delay.h>
@@ -536,6 +535,7 @@ static bool vbblk_bio_next_stage(struct vbblk_bio_cmd *cmd)
 	struct vbblk *vblk = cmd->vq->vblk;
 
 	if (cmd->stage == VBBLK_STAGE_PREFLUSH && cmd->bytes) {
+		/* The bio's own direction: a read may carry a PREFLUSH too. */
 		cmd->stage = VBBLK_STAGE_DATA;
 		vbblk_iohdr_init(vblk, &cmd->hdr,
 				 op_is_write(bio_op(cmd->bio)) ?
@@ -644,8 +644,12 @@ static void vbblk_bio_send(struct vbblk *vblk, struct vbblk_bio_cmd *cmd)
 
 /*
  * A read or write with PREFLUSH and/or FUA, or an empty flush: never
- * merged. A write: PREFLUSH first, FUA after. A read: either flag is a
- * FLUSH first, so that it reads what is on stable media; none after.
+ * merged. A write is FLUSH (if PREFLUSH), the write, FLUSH (if FUA). A
+ * read is FLUSH, then the read, for either flag, never a write and never
+ * a flush after it: PREFLUSH asks for the flush first, and a FUA read is
+ * one that returns what is on stable media (SBC READ with FUA, translated
+ * the same way in vbblk_scsi.c), which the flush before it guarantees.
+ * 6.1 lets such reads reach us; from 6.3 submit_bio refuses them.
  */
 static void vbblk_bio_submit_flush(struct vbblk *vblk, struct bio *bio)
 {
@@ -762,7 +766,10 @@ static void vbblk_bio_route(struct vbblk *vblk, struct bio *bio)
 	case REQ_OP_READ:
 	case REQ_OP_WRITE:
 		if (op_is_flush(bio->bi_opf)) {
-			/* Flush stages run from interrupts: not polled. */
+			/*
+			 * Reads too: FLUSH, then the read. Flush stages run
+			 * from interrupts: not polled.
+			 */
 			bio_clear_polled(bio);
 			vbblk_bio_submit_flush(vblk, bio);
 		} else if ((bio->bi_opf & REQ_POLLED) && vblk->num_poll_vqs &&

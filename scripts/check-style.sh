@@ -30,18 +30,29 @@ fi
 if grep -E 'warning:|error:' "$log" | grep -v 'Skipping BTF'; then
 	echo "check-style: compiler/sparse findings above"; fail=1
 fi
+# The test-only module (tests/kmod) is kernel code too.
+make -s -C tests/kmod clean >/dev/null 2>&1 || true
+if ! make -C tests/kmod C=2 W=1 >"$log" 2>&1; then
+	cat "$log"; echo "check-style: tests/kmod build failed"; exit 1
+fi
+if grep -E 'warning:|error:' "$log" | grep -v 'Skipping BTF'; then
+	echo "check-style: tests/kmod compiler/sparse findings above"; fail=1
+fi
 
 echo "== checkpatch"
 cp() { perl "$cp_dir/scripts/checkpatch.pl" --no-tree --quiet --show-types "$@"; }
 compat=include/vbblk_compat.h
-# Kernel code only: tests/tools holds userspace helpers.
+# Kernel code only: tests/tools holds userspace helpers, tests/kmod a
+# test-only module with its own compat header.
+kcompat=tests/kmod/vbbiotest_compat.h
 files=$(git ls-files '*.c' '*.h' | grep -v -e '^tests/' -e "^$compat\$" || true)
+files="$files $(git ls-files 'tests/kmod/*.c' 'tests/kmod/*.h' | grep -v "^$kcompat\$" || true)"
 # shellcheck disable=SC2086
 if ! cp -f $files; then
 	echo "check-style: checkpatch findings above"; fail=1
 fi
-# The compat header is the one place version tests are allowed.
-if ! cp --ignore LINUX_VERSION_CODE,CONSTANT_COMPARISON -f "$compat"; then
+# The compat headers are the one place version tests are allowed.
+if ! cp --ignore LINUX_VERSION_CODE,CONSTANT_COMPARISON -f "$compat" $kcompat; then
 	echo "check-style: checkpatch findings above"; fail=1
 fi
 

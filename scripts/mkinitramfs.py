@@ -5,8 +5,9 @@ Contents: busybox-static (+ applet links), fio, e2fsprogs, util-linux
 blkdiscard/blockdev/fallocate, kmod (modprobe/insmod/rmmod/lsmod/modinfo),
 sg3-utils, vbtool, sgfuzz, pcrec and vbmark (static, from tests/tools/ and bench/tools/),
 the guest kernel's virtio,
-ext4, 9p and null_blk modules (+ depmod data), vbblk.ko (if present) in
-/lib/modules/<ver>/extra, the guest test scripts (/tests), vbblk-bind.sh, vbblk-compare.sh, /init.
+ext4, 9p and null_blk modules (+ depmod data), vbblk.ko (if present) and the
+test-only modules given with --test-ko (tests/kmod) in /lib/modules/<ver>/extra,
+the guest test scripts (/tests), vbblk-bind.sh, vbblk-compare.sh, /init.
 
 With --user-install the module and its configuration are installed the way a
 user installs them (`make install`, `make install-conf` into the image) and
@@ -14,7 +15,7 @@ systemd-udevd comes along, for the install test; --vbblk-dir puts a given
 vbblk.ko elsewhere than extra/ (the DKMS test: updates/dkms).
 
 usage: scripts/mkinitramfs.py [-o OUT] [--kver VER] [--vbblk-ko PATH] [--stage DIR]
-                              [--vbblk-dir DIR | --user-install]
+                              [--vbblk-dir DIR | --user-install] [--test-ko PATH ...]
 """
 import argparse
 import os
@@ -120,6 +121,8 @@ def main():
     ap.add_argument('--user-install', action='store_true',
                     help='make install + make install-conf into the image, add udev')
     ap.add_argument('--vbtool', default=None, help='prebuilt vbtool (default: compile)')
+    ap.add_argument('--test-ko', action='append', default=[],
+                    help='a test-only module (tests/kmod) for extra/; repeatable')
     a = ap.parse_args()
 
     ver = a.kver or kv.guest_kver()
@@ -192,6 +195,8 @@ def main():
     else:
         if have_vbblk:
             copy_file(a.vbblk_ko, stage, '%s/%s/vbblk.ko' % (mdir, a.vbblk_dir))
+        for k in a.test_ko:
+            copy_file(k, stage, '%s/extra/%s' % (mdir, os.path.basename(k)))
         run(['depmod', '-b', stage, ver])
 
     # scripts
@@ -229,8 +234,9 @@ def main():
         if find.wait():
             raise SystemExit('mkinitramfs: find failed')
     os.replace(tmp, a.out)
-    print('mkinitramfs: %s (%d MiB, kernel %s, vbblk.ko: %s)'
-          % (a.out, os.path.getsize(a.out) >> 20, ver, a.vbblk_ko if have_vbblk else 'absent'))
+    print('mkinitramfs: %s (%d MiB, kernel %s, vbblk.ko: %s%s)'
+          % (a.out, os.path.getsize(a.out) >> 20, ver, a.vbblk_ko if have_vbblk else 'absent',
+             ''.join(', %s' % os.path.basename(k) for k in a.test_ko)))
 
 
 if __name__ == '__main__':

@@ -22,8 +22,11 @@ ALL_PATHS = ('mode=bio', 'mode=bio batch=0', 'mode=request')
 class Test:
     def __init__(self, name, disks, timeout=240, vbblk_only=False, mem=1024, setup=None,
                  check=None, actions=None, doc='', optional=False, extra_args=(), append='',
-                 smp=2, modes=BOTH, host=None, sides=('main',)):
+                 smp=2, modes=BOTH, host=None, sides=('main',), kmod=()):
         self.name = name
+        # test-only modules of tests/kmod the guest loads (NAME.ko in
+        # /lib/modules/<ver>/extra): tests/run builds them for the guest
+        self.kmod = kmod
         # device sides (vm.SIDES) each variant runs on; disks(side) is
         # called with the side when there is more than the main loop
         self.sides = sides
@@ -318,6 +321,25 @@ def _sg_io():
             Disk('sgro', '8M', serial='SGIO-RO', read_only=True, prefill=random_fill),
             Disk('sgfuzz', '16M', serial='SGIO-FUZZ', props={'discard': 'on',
                                                              'write-zeroes': 'on'})]
+
+
+# ---- crafted bios (issue 14) -----------------------------------------------
+def _biotest_check(guest):
+    # blk-mq disks (request mode, stock virtio_blk) send a READ with FUA as
+    # the read and then a flush: blk-mq's flush machinery, no FUA on the queue
+    blkmq = guest.driver != 'vbblk' or 'mode=request' in (guest.vbblk_params or '').split()
+    return flushcheck.check_biotest(os.path.join(guest.outdir, 'trace.log'),
+                                    os.path.join(guest.share, 'biotest.cases'), blkmq)
+
+
+@test('biotest', timeout=300, extra_args=_trace_args, check=_biotest_check,
+      kmod=('vbbiotest',))
+def _biotest():
+    """crafted bios from tests/kmod/vbbiotest.ko: READ with PREFLUSH and/or FUA is a flush
+    then a read, never a write (device trace and counters); empty PREFLUSH; WRITE with
+    PREFLUSH|FUA; a max_sectors bio; a zero-length write; REQ_NOWAIT on a full ring gets
+    EAGAIN and loses nothing; a read submitted from softirq"""
+    return [Disk('bt', '64M', serial='BIOTEST-1', props={'num-queues': 1})]
 
 
 # ---- reliability (issue 6) -------------------------------------------------

@@ -1,4 +1,5 @@
-"""Check flush ordering in a QEMU virtio-blk trace (see tests/guest/flush.sh).
+"""Check flush ordering in a QEMU virtio-blk trace (see tests/guest/flush.sh and,
+for check_biotest(), tests/guest/biotest.sh).
 
 The trace has virtio_blk_handle_read/_write (a read or write arrives) and
 virtio_blk_req_complete (any request completes). A completion for a request
@@ -144,3 +145,74 @@ def check_events(evs):
         if err:
             return err
     return None
+
+
+def _around(seq, data, pre, post):
+    """seq: one case's device events. The case's `data` (R or W) reached
+    the device; a flush completed before its first arrival iff pre, and
+    one after its last completion iff post."""
+    what = 'read' if data == 'R' else 'write'
+    if data not in seq:
+        return 'no %s reached the device' % what
+    first = seq.index(data)
+    last = len(seq) - 1 - seq[::-1].index('C' + data)
+    if pre != ('F' in seq[:first]):
+        return '%s flush before the %s' % ('no' if pre else 'a', what)
+    if post != ('F' in seq[last + 1:]):
+        return '%s flush after the %s' % ('no' if post else 'a', what)
+    return None
+
+
+def _read_flush(bio, blkmq):
+    """A READ with PREFLUSH and/or FUA: never a write; (flush before, flush
+    after) the read as given for vbblk's bio mode and for blk-mq."""
+    def check(seq, is_blkmq):
+        if 'W' in seq:
+            return 'a write reached the device'
+        return _around(seq, 'R', *(blkmq if is_blkmq else bio))
+    return check
+
+
+def _empty_flush(seq, is_blkmq):
+    if 'R' in seq or 'W' in seq:
+        return 'data reached the device'
+    return None if 'F' in seq else 'no flush reached the device'
+
+
+# case -> check(device events, blk-mq disk?). vbblk's bio mode sends a read
+# with PREFLUSH and/or FUA as FLUSH, then READ, nothing after. blk-mq (request
+# mode, stock virtio_blk) flushes before the read for PREFLUSH and after it
+# for FUA: its flush machinery's postflush, as the queue has no FUA.
+BIOTEST_CASES = {
+    'read_preflush': _read_flush(bio=(True, False), blkmq=(True, False)),
+    'read_fua': _read_flush(bio=(True, False), blkmq=(False, True)),
+    'read_preflush_fua': _read_flush(bio=(True, False), blkmq=(True, True)),
+    'empty_preflush': _empty_flush,
+    'write_preflush_fua': lambda seq, is_blkmq: _around(seq, 'W', True, True),
+}
+
+
+def check_biotest(trace, cases_file, blkmq):
+    """tests/guest/biotest.sh lists each case it ran in cases_file as
+    "NAME VERDICT MARK": the case's bios reached the device between marker
+    reads MARK and MARK+1. Check the order of flushes, reads and writes for
+    the cases in BIOTEST_CASES that ran (a SKIP sent nothing)."""
+    ph = phases(events(trace))
+    try:
+        lines = open(cases_file).read().splitlines()
+    except OSError:
+        return 'no %s from the guest' % cases_file
+    checked = 0
+    for line in lines:
+        name, verdict, mark = line.split()
+        if verdict == 'SKIP' or name not in BIOTEST_CASES:
+            continue
+        key = (int(mark), int(mark) + 1)
+        if key not in ph:
+            return 'trace has no phase %s..%s (%s)' % (key[0], key[1], name)
+        seq = [e[0] for e in ph[key]]
+        err = BIOTEST_CASES[name](seq, blkmq)
+        if err:
+            return '%s: %s (device trace: %s)' % (name, err, ' '.join(seq) or 'nothing')
+        checked += 1
+    return None if checked else 'no case to check in %s' % cases_file

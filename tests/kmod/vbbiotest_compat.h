@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Kernel-version differences of the test module, and only those (the
+ * driver's live in include/vbblk_compat.h). Built against 6.1 and 6.12.
+ */
+#ifndef VBBIOTEST_COMPAT_H
+#define VBBIOTEST_COMPAT_H
+
+#include <linux/blkdev.h>
+#include <linux/err.h>
+#include <linux/fs.h>
+#include <linux/timer.h>
+#include <linux/version.h>
+
+/*
+ * From 6.3 submit_bio_noacct() ends a READ that carries PREFLUSH or FUA
+ * with an error and a WARN_ON_ONCE: no driver sees one.
+ */
+#define VBT_READ_FLUSH_REACHES_DRIVER \
+	(LINUX_VERSION_CODE < KERNEL_VERSION(6, 3, 0))
+
+/* 6.2 renamed del_timer_sync(); 6.16 renamed from_timer(). */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0)
+#define vbt_timer_delete_sync(t)	del_timer_sync(t)
+#else
+#define vbt_timer_delete_sync(t)	timer_delete_sync(t)
+#endif
+#ifndef timer_container_of
+#define timer_container_of(var, t, field)	from_timer(var, t, field)
+#endif
+
+/*
+ * An opened block device, not exclusive. Opening by path returned the
+ * bdev until 6.8, a handle in 6.8 and a file from 6.9; blk_mode_t (with
+ * BLK_OPEN_*) replaced fmode_t in 6.5.
+ */
+struct vbt_bdev {
+	struct block_device *bdev;
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 9, 0)
+	struct file *file;
+#elif LINUX_VERSION_CODE >= KERNEL_VERSION(6, 8, 0)
+	struct bdev_handle *handle;
+#endif
+};
+
+#ifdef BLK_OPEN_READ
+#define VBT_OPEN_RW	(BLK_OPEN_READ | BLK_OPEN_WRITE)
+#else
+#define VBT_OPEN_RW	(FMODE_READ | FMODE_WRITE)
+#endif
+
+static inline int vbt_bdev_open(const char *path, struct vbt_bdev *b)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 9, 0)
+	b->file = bdev_file_open_by_path(path, VBT_OPEN_RW, NULL, NULL);
+	if (IS_ERR(b->file))
+		return PTR_ERR(b->file);
+	b->bdev = file_bdev(b->file);
+#elif LINUX_VERSION_CODE >= KERNEL_VERSION(6, 8, 0)
+	b->handle = bdev_open_by_path(path, VBT_OPEN_RW, NULL, NULL);
+	if (IS_ERR(b->handle))
+		return PTR_ERR(b->handle);
+	b->bdev = b->handle->bdev;
+#elif defined(BLK_OPEN_READ)
+	b->bdev = blkdev_get_by_path(path, VBT_OPEN_RW, NULL, NULL);
+	if (IS_ERR(b->bdev))
+		return PTR_ERR(b->bdev);
+#else
+	b->bdev = blkdev_get_by_path(path, VBT_OPEN_RW, NULL);
+	if (IS_ERR(b->bdev))
+		return PTR_ERR(b->bdev);
+#endif
+	return 0;
+}
+
+static inline void vbt_bdev_close(struct vbt_bdev *b)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 9, 0)
+	fput(b->file);
+#elif LINUX_VERSION_CODE >= KERNEL_VERSION(6, 8, 0)
+	bdev_release(b->handle);
+#elif defined(BLK_OPEN_READ)
+	blkdev_put(b->bdev, NULL);
+#else
+	blkdev_put(b->bdev, VBT_OPEN_RW);
+#endif
+}
+
+#endif /* VBBIOTEST_COMPAT_H */
