@@ -416,6 +416,13 @@ static void vbblk_free_disk(struct gendisk *disk)
 	struct vbblk *vblk = disk->private_data;
 
 	ida_free(&vbblk_index_ida, vblk->index);
+	/*
+	 * The passthrough queue beside the bio path lives as long as the
+	 * disk: an fd held across remove may still try SG_IO on it, which a
+	 * destroyed (dying) queue refuses with ENODEV.
+	 */
+	if (vblk->mode == VBBLK_MODE_BIO)
+		blk_put_queue(vblk->rq_queue);
 	mutex_destroy(&vblk->vdev_mutex);
 	free_percpu(vblk->stats);
 	kfree(vblk);
@@ -911,10 +918,8 @@ static void vbblk_remove(struct virtio_device *vdev)
 	mutex_lock(&vblk->vdev_mutex);
 	virtio_reset_device(vdev);
 	vbblk_del_vqs(vblk);
-	if (vblk->mode == VBBLK_MODE_BIO) {
+	if (vblk->mode == VBBLK_MODE_BIO)
 		vbblk_bio_exit(vblk);
-		blk_put_queue(vblk->rq_queue);
-	}
 	kfree(vblk->vqs);
 	vblk->vqs = NULL;
 	vblk->vdev = NULL;

@@ -1,6 +1,9 @@
 # unplug: remove disks while sequential writes stream (batches pending):
 #  - driver unbind through sysfs during fio: I/O in flight drains, the disk
 #    goes, fio sees errors and exits, nothing hangs; rebind, data readable;
+#  - unbind while a process holds the disk open: SG_IO (200 times), the
+#    other ioctls and I/O on its fd fail cleanly (no GOOD answer, no oops),
+#    and the last close frees what is left;
 #  - QMP device_del (PCI hot-unplug) during fio: same;
 #  - then the module unloads cleanly.
 # In bio mode each device is throttled first (QMP), so that stream batches
@@ -44,6 +47,23 @@ echo "$vdev1" > /sys/bus/virtio/drivers/$DRIVER/bind || fail "rebind failed"
 d1=$(disk_by_serial UNPLUG-1)
 must dd if=/dev/$d1 of=/dev/null bs=1M count=8 iflag=direct
 thr unplug1 0
+
+log "an fd held across removal: SG_IO, other ioctls and I/O on it fail cleanly"
+rm -f /tmp/gone.flag
+vbtool gone /dev/$d1 /tmp/gone.flag > /tmp/gone.out 2>&1 &
+gpid=$!
+i=0
+while [ ! -e /tmp/gone.flag ]; do
+	sleep 0.1; i=$((i + 1)); [ $i -lt 100 ] || fail "vbtool gone did not start"
+done
+echo "$vdev1" > /sys/bus/virtio/drivers/$DRIVER/unbind || fail "unbind failed"
+wait_gone $d1 30 || fail "$d1 still present after unbind"
+rm -f /tmp/gone.flag
+waitpid_t $gpid 60
+wait $gpid || { cat /tmp/gone.out; fail "the removed disk's fd did not fail cleanly"; }
+cat /tmp/gone.out
+echo "$vdev1" > /sys/bus/virtio/drivers/$DRIVER/bind || fail "rebind failed"
+d1=$(disk_by_serial UNPLUG-1)
 
 thr unplug2 1000
 pid=$(stream $d2)

@@ -10,6 +10,10 @@
  *   vbtool check DEV OFFSET LEN SEED  -> verify the pattern, exit 1 on mismatch
  *   vbtool iszero DEV OFFSET LEN      -> exit 1 if any byte in range is non-zero
  *   vbtool flush DEV                  -> fsync()
+ *   vbtool gone DEV FLAG              -> hold DEV open, create FLAG, wait until
+ *                                        FLAG is removed (the test removes the
+ *                                        disk first), then try every ioctl and
+ *                                        I/O on the old fd: each must fail
  *
  * OFFSET/LEN accept K/M/G suffixes (powers of 1024).
  */
@@ -19,6 +23,7 @@
 #include <inttypes.h>
 #include <linux/fs.h>
 #include <linux/hdreg.h>
+#include <scsi/sg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -286,6 +291,70 @@ static int hostile(const char *dev)
 	return bad ? 1 : 0;
 }
 
+/*
+ * The disk behind @dev is removed while we hold it open (the test unbinds
+ * it once FLAG exists, then deletes FLAG). Everything on the old fd must
+ * fail, and nothing may oops (the harness reads the console).
+ */
+static int gone(const char *dev, const char *flag)
+{
+	unsigned char cdb[6] = { 0x12, 1, 0x80, 0, 252, 0 };	/* INQUIRY VPD 80 */
+	unsigned char buf[4096] __attribute__((aligned(4096)));
+	uint64_t range[2] = { 0, 1 << 20 }, size;
+	struct hd_geometry geo;
+	unsigned char sense[32];
+	struct sg_io_hdr h;
+	int fd, i, v, bad = 0;
+
+	fd = open_dev(dev, O_RDWR | O_DIRECT);
+	close(open(flag, O_CREAT | O_WRONLY, 0644));
+	while (access(flag, F_OK) == 0)
+		usleep(100000);
+
+#define GONE(what, call) do {						\
+		errno = 0;						\
+		if ((call) >= 0) {					\
+			printf("gone: %s succeeded on a removed disk\n", what); \
+			bad++;						\
+		}							\
+	} while (0)
+	for (i = 0; i < 200; i++) {
+		memset(&h, 0, sizeof(h));
+		h.interface_id = 'S';
+		h.dxfer_direction = SG_DXFER_FROM_DEV;
+		h.cmd_len = sizeof(cdb);
+		h.cmdp = cdb;
+		h.dxfer_len = 252;
+		h.dxferp = buf;
+		h.mx_sb_len = sizeof(sense);
+		h.sbp = sense;
+		h.timeout = 5000;
+		/* No device behind it: an errno, or at least no GOOD status. */
+		if (ioctl(fd, SG_IO, &h) == 0 && !h.status && !h.host_status &&
+		    !h.driver_status) {
+			printf("gone: SG_IO INQUIRY answered GOOD on a removed disk\n");
+			bad++;
+			break;
+		}
+	}
+	printf("gone: SG_IO x200: last errno %d (%s)\n", errno, strerror(errno));
+	/* answered from driver state, harmless either way: must not crash */
+	ioctl(fd, SG_GET_VERSION_NUM, &v);
+	ioctl(fd, SG_GET_TIMEOUT, 0);
+	ioctl(fd, BLKGETSIZE64, &size);
+	ioctl(fd, HDIO_GETGEO, &geo);
+	ioctl(fd, BLKFLSBUF, 0);
+	GONE("BLKDISCARD", ioctl(fd, BLKDISCARD, range));
+	GONE("BLKZEROOUT", ioctl(fd, BLKZEROOUT, range));
+	GONE("pread", pread(fd, buf, sizeof(buf), 0));
+	GONE("pwrite", pwrite(fd, buf, sizeof(buf), 0));
+	GONE("fsync", fsync(fd));
+#undef GONE
+	close(fd);
+	printf("gone %s: %d unexpected\n", dev, bad);
+	return bad ? 1 : 0;
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
@@ -293,7 +362,8 @@ static void usage(void)
 		"       vbtool discard|zeroout|secdiscard DEV OFFSET LEN\n"
 		"       vbtool fill|check DEV OFFSET LEN SEED\n"
 		"       vbtool iszero DEV OFFSET LEN\n"
-		"       vbtool hostile DEV   (bad block ioctls: each must get its errno)\n");
+		"       vbtool hostile DEV   (bad block ioctls: each must get its errno)\n"
+		"       vbtool gone DEV FLAG (ioctls and I/O on a removed disk's fd)\n");
 	exit(2);
 }
 
@@ -358,6 +428,11 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "hostile"))
 		return hostile(dev);
+	if (!strcmp(cmd, "gone")) {
+		if (argc != 4)
+			usage();
+		return gone(dev, argv[3]);
+	}
 	if (!strcmp(cmd, "iszero")) {
 		if (argc != 5)
 			usage();
