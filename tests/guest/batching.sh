@@ -15,6 +15,8 @@
 #  5. When the device is the bottleneck (QMP I/O throttling), that same
 #     QD32 stream reaches it as at most 1 request per 4 bios.
 #  6. batch=0: one request per bio, and a plug of 16 bios costs one notify.
+#  7. max_sectors_kb lowered to 16 at run time: batches of 4 KiB bios hold
+#     at most 4 (it was read once, at probe).
 . /tests/lib.sh
 [ "$DRIVER" = vbblk ] || fail "batching is a vbblk bio-mode test"
 drv_load
@@ -96,4 +98,13 @@ delta "seq write, batches of 16, batch=0"
 echo 1 > /sys/module/vbblk/parameters/batch
 [ "$DW" -eq "$DB" ] || fail "batch=0: $DW requests for $DB bios"
 [ $((DN * 8)) -le "$DW" ] || fail "batch=0: $DN notifies for $DW requests (plug should send ~1 per 16)"
+
+# 7. max_sectors_kb lowered at run time: no batch outgrows it
+msk=$(sysblk $d queue/max_sectors_kb)
+echo 16 > /sys/block/$d/queue/max_sectors_kb || fail "cannot set max_sectors_kb"
+snap
+run_fio $common $bsub --rw=write
+delta "seq write, batches of 16, max_sectors_kb=16"
+echo $msk > /sys/block/$d/queue/max_sectors_kb
+[ "$DW" -ge $((DB / 4)) ] || fail "max_sectors_kb=16: $DW requests for $DB bios of 4 KiB (a batch outgrew it)"
 log "batching ok"
