@@ -13,10 +13,15 @@
 #   REQ_NOWAIT on a full ring (queue_depth=4, device throttled to 10 IOPS):
 #     the device served exactly the bios that did not get EAGAIN; in bio
 #     mode nowait_eagain counts the others.
-#   A read submitted from softirq completes with its data.
+#   A read submitted from softirq completes with its data; so do 16 reads
+#     without REQ_NOWAIT submitted from one softirq onto that full ring
+#     (bio mode: they may neither sleep there nor be lost).
+#   16 polled reads under one plug with poll_queues=1, queue_depth=4 (bio
+#     mode): the submitter that runs out of commands notifies its plug's
+#     before it polls for one, or it polls forever.
 # Every case runs; the failures are listed together at the end.
 . /tests/lib.sh
-drv_load queue_depth=4
+drv_load queue_depth=4 poll_queues=1
 d=$(disk_by_serial BIOTEST-1)
 ko=/lib/modules/$KVER/extra/vbbiotest.ko
 [ -f $ko ] || fail "vbbiotest.ko not in initramfs"
@@ -94,8 +99,10 @@ bio zero_write
 throttle bt 10
 e0=$(st_eagain)
 bio nowait_full nowait_served
+bio softirq_full some_read
 throttle bt 0
 bio softirq_read some_read
+bio polled_plug some_read
 
 markread $((mark + 1))
 rmmod vbbiotest || fail "rmmod vbbiotest"

@@ -35,6 +35,16 @@
  *                      one must complete
  *   softirq_read       a REQ_NOWAIT read of slot 3 submitted from a timer
  *                      callback (softirq): it must complete with the data
+ *   softirq_full       16 reads in slots 4-5, without REQ_NOWAIT, all
+ *                      submitted from one timer callback: with a small
+ *                      queue_depth most find no free command, and none may
+ *                      sleep in softirq or be lost; all complete with
+ *                      fill's data (bio mode: blk-mq sleeps for a tag)
+ *   polled_plug        16 REQ_POLLED reads in slots 4-5 under one plug,
+ *                      then polled: with a small queue_depth the submitter
+ *                      runs out of commands while its plug holds the
+ *                      notify for those it sent; all complete with data
+ *                      (bio mode: blk-mq sleeps for a tag only polling frees)
  *   mark N             a one-block read at sector 100000 + N, which the
  *                      host finds in QEMU's trace to cut it into cases
  * What the device saw is checked outside: tests/guest/biotest.sh compares
@@ -47,6 +57,7 @@
 #include <linux/blkdev.h>
 #include <linux/completion.h>
 #include <linux/debugfs.h>
+#include <linux/delay.h>
 #include <linux/highmem.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
@@ -67,6 +78,7 @@
 #define VBT_NOWAIT_BIOS		32
 #define VBT_NOWAIT_STRIDE	16	/* sectors: reads that cannot merge */
 #define VBT_TIMEOUT		(30 * HZ)
+#define VBT_BURST_BIOS		16
 
 static char *dev;
 module_param(dev, charp, 0444);
@@ -540,6 +552,158 @@ static enum vbt_verdict vbt_case_softirq_read(struct vbt_ctx *c,
 	return v;
 }
 
+/* VBT_BURST_BIOS 4 KiB reads of slots 4-5, one group, fill's data poisoned. */
+static struct vbt_group *vbt_burst_alloc(struct vbt_ctx *c, blk_opf_t opf,
+					 struct vbt_req **r)
+{
+	struct vbt_group *g = kzalloc(sizeof(*g), GFP_KERNEL);
+	unsigned int i;
+
+	if (!g)
+		return NULL;
+	/* Our own reference: no completion ends the group before we do. */
+	atomic_set(&g->left, VBT_BURST_BIOS + 1);
+	init_completion(&g->done);
+	for (i = 0; i < VBT_BURST_BIOS; i++) {
+		r[i] = vbt_req_alloc(c->bdev, opf,
+				     vbt_slot(4) + i * VBT_NOWAIT_STRIDE,
+				     PAGE_SIZE);
+		if (!r[i])
+			return g;
+		r[i]->grp = g;
+		vbt_pattern(r[i], 0);
+	}
+	return g;
+}
+
+/* Wait for a burst, then check every bio; frees the burst. */
+static enum vbt_verdict vbt_burst_end(struct vbt_ctx *c, struct vbt_group *g,
+				      struct vbt_req **r)
+{
+	enum vbt_verdict v = VBT_PASS;
+	unsigned int i;
+
+	if (atomic_dec_and_test(&g->left))
+		complete(&g->done);
+	if (!wait_for_completion_io_timeout(&g->done, VBT_TIMEOUT)) {
+		vbt_leak();
+		return vbt_say(c, VBT_FAIL, "%d of %u bios did not complete in %u s",
+			       atomic_read(&g->left), VBT_BURST_BIOS,
+			       VBT_TIMEOUT / HZ);
+	}
+	for (i = 0; i < VBT_BURST_BIOS && v == VBT_PASS; i++) {
+		if (r[i]->status)
+			v = vbt_say(c, VBT_FAIL, "bio %u ended with error %d", i,
+				    blk_status_to_errno(r[i]->status));
+		else
+			v = vbt_check_read(c, r[i], vbt_fill_salt);
+	}
+	for (i = 0; i < VBT_BURST_BIOS; i++)
+		vbt_req_free(r[i]);
+	kfree(g);
+	return v;
+}
+
+struct vbt_burst {
+	struct timer_list timer;
+	struct vbt_req **r;
+	bool in_softirq;
+};
+
+static void vbt_burst_submit(struct timer_list *t)
+{
+	struct vbt_burst *b = timer_container_of(b, t, timer);
+	unsigned int i;
+
+	b->in_softirq = in_serving_softirq();
+	for (i = 0; i < VBT_BURST_BIOS; i++)
+		submit_bio(b->r[i]->bio);
+}
+
+/*
+ * dm-crypt submits from softirq without REQ_NOWAIT. The block layer's
+ * might_sleep() in submit_bio_noacct() flags that on a
+ * CONFIG_DEBUG_ATOMIC_SLEEP kernel whatever the driver does.
+ */
+static enum vbt_verdict vbt_case_softirq_full(struct vbt_ctx *c,
+					      unsigned int arg)
+{
+	struct vbt_req *r[VBT_BURST_BIOS] = {};
+	struct vbt_burst b = { .r = r };
+	struct vbt_group *g;
+	unsigned int i;
+
+	if (IS_ENABLED(CONFIG_DEBUG_ATOMIC_SLEEP))
+		return vbt_say(c, VBT_SKIP,
+			       "CONFIG_DEBUG_ATOMIC_SLEEP would flag submit_bio() in softirq");
+	if (queue_is_mq(bdev_get_queue(c->bdev)))
+		return vbt_say(c, VBT_SKIP,
+			       "blk-mq sleeps for a tag in softirq: bio mode only");
+	if (!vbt_filled(c))
+		return VBT_FAIL;
+	g = vbt_burst_alloc(c, REQ_OP_READ, r);
+	for (i = 0; g && i < VBT_BURST_BIOS; i++)
+		if (!r[i])
+			break;
+	if (!g || i < VBT_BURST_BIOS) {
+		for (i = 0; i < VBT_BURST_BIOS && r[i]; i++)
+			vbt_req_free(r[i]);
+		kfree(g);
+		return vbt_say(c, VBT_FAIL, "out of memory");
+	}
+	timer_setup_on_stack(&b.timer, vbt_burst_submit, 0);
+	mod_timer(&b.timer, jiffies + 1);
+	/* Runs the callback if it has not run yet: wait until it has. */
+	while (timer_pending(&b.timer))
+		msleep(1);
+	vbt_timer_delete_sync(&b.timer);
+	destroy_timer_on_stack(&b.timer);
+	if (!b.in_softirq) {
+		vbt_burst_end(c, g, r);
+		return vbt_say(c, VBT_FAIL, "the timer callback did not run in softirq");
+	}
+	return vbt_burst_end(c, g, r);
+}
+
+static enum vbt_verdict vbt_case_polled_plug(struct vbt_ctx *c,
+					     unsigned int arg)
+{
+	struct vbt_req *r[VBT_BURST_BIOS] = {};
+	unsigned long end = jiffies + VBT_TIMEOUT;
+	struct blk_plug plug;
+	struct vbt_group *g;
+	unsigned int i;
+
+	if (!vbt_queue_polls(bdev_get_queue(c->bdev)))
+		return vbt_say(c, VBT_SKIP, "the queue does not poll (poll_queues=0)");
+	/* A blk-mq submitter sleeps for a tag that only polling frees. */
+	if (queue_is_mq(bdev_get_queue(c->bdev)))
+		return vbt_say(c, VBT_SKIP, "blk-mq waits for a poll-queue tag asleep: bio mode only");
+	if (!vbt_filled(c))
+		return VBT_FAIL;
+	g = vbt_burst_alloc(c, REQ_OP_READ | REQ_POLLED, r);
+	for (i = 0; g && i < VBT_BURST_BIOS; i++)
+		if (!r[i])
+			break;
+	if (!g || i < VBT_BURST_BIOS) {
+		for (i = 0; i < VBT_BURST_BIOS && r[i]; i++)
+			vbt_req_free(r[i]);
+		kfree(g);
+		return vbt_say(c, VBT_FAIL, "out of memory");
+	}
+	blk_start_plug(&plug);
+	for (i = 0; i < VBT_BURST_BIOS; i++)
+		submit_bio(r[i]->bio);
+	blk_finish_plug(&plug);
+	/* Polled completions come only to whoever polls: we do. */
+	while (atomic_read(&g->left) > 1 && time_before(jiffies, end)) {
+		for (i = 0; i < VBT_BURST_BIOS; i++)
+			bio_poll(r[i]->bio, NULL, 0);
+		cond_resched();
+	}
+	return vbt_burst_end(c, g, r);
+}
+
 static enum vbt_verdict vbt_case_mark(struct vbt_ctx *c, unsigned int n)
 {
 	if (!n)
@@ -562,6 +726,8 @@ static const struct vbt_case {
 	{ "zero_write",		vbt_case_zero_write },
 	{ "nowait_full",	vbt_case_nowait_full },
 	{ "softirq_read",	vbt_case_softirq_read },
+	{ "softirq_full",	vbt_case_softirq_full },
+	{ "polled_plug",	vbt_case_polled_plug },
 	{ "mark",		vbt_case_mark },
 };
 

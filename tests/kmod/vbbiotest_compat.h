@@ -19,6 +19,16 @@
 #define VBT_READ_FLUSH_REACHES_DRIVER \
 	(LINUX_VERSION_CODE < KERNEL_VERSION(6, 3, 0))
 
+/* Polled I/O: a queue flag until 6.11, a queue limits feature since. */
+static inline bool vbt_queue_polls(struct request_queue *q)
+{
+#ifdef BLK_FEAT_POLL
+	return q->limits.features & BLK_FEAT_POLL;
+#else
+	return test_bit(QUEUE_FLAG_POLL, &q->queue_flags);
+#endif
+}
+
 /* 6.2 renamed del_timer_sync(); 6.16 renamed from_timer(). */
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0)
 #define vbt_timer_delete_sync(t)	del_timer_sync(t)

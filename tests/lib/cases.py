@@ -338,8 +338,9 @@ def _biotest():
     """crafted bios from tests/kmod/vbbiotest.ko: READ with PREFLUSH and/or FUA is a flush
     then a read, never a write (device trace and counters); empty PREFLUSH; WRITE with
     PREFLUSH|FUA; a max_sectors bio; a zero-length write; REQ_NOWAIT on a full ring gets
-    EAGAIN and loses nothing; a read submitted from softirq"""
-    return [Disk('bt', '64M', serial='BIOTEST-1', props={'num-queues': 1})]
+    EAGAIN and loses nothing; reads submitted from softirq, one and 16 onto a full ring;
+    16 polled reads under one plug on a 4-deep poll queue"""
+    return [Disk('bt', '64M', serial='BIOTEST-1', props={'num-queues': 2})]
 
 
 # ---- reliability (issue 6) -------------------------------------------------
