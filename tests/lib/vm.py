@@ -206,10 +206,11 @@ def choose_accel():
 
 
 class Result:
-    def __init__(self, ok, reason='', duration=0.0):
+    def __init__(self, ok, reason='', duration=0.0, skipped=False):
         self.ok = ok
-        self.reason = reason
+        self.reason = reason      # why it failed, or why it skipped
         self.duration = duration
+        self.skipped = skipped    # ok, but the guest script could not test
 
 
 class Guest:
@@ -510,7 +511,7 @@ class Guest:
             log = ''
         verdict = None
         for line in log.splitlines():
-            m = re.search(r'VBTEST-VERDICT %s (PASS|FAIL) rc=(\d+)' % self.token, line)
+            m = re.search(r'VBTEST-VERDICT %s (PASS|FAIL|SKIP) rc=(\d+)' % self.token, line)
             if m:
                 verdict = (m.group(1), int(m.group(2)))
         bad = [l.strip() for l in log.splitlines() if _BAD_RE.search(l)]
@@ -530,6 +531,10 @@ class Guest:
             return Result(False, panic, dur)
         if verdict is None:
             return Result(False, 'no verdict line (qemu exit %s)' % self.proc.returncode, dur)
+        if verdict[0] == 'SKIP':
+            why = [l.strip() for l in log.splitlines() if '] SKIP: ' in l]
+            return Result(True, why[-1].split('] SKIP: ', 1)[1][:200] if why else 'no reason given',
+                          dur, skipped=True)
         if verdict[0] != 'PASS':
             fails = [l.strip() for l in log.splitlines() if 'FAIL' in l and 'VBTEST-VERDICT' not in l]
             return Result(False, (fails[-1][:200] if fails else 'guest script failed')
