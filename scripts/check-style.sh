@@ -42,9 +42,9 @@ fi
 echo "== checkpatch"
 cp() { perl "$cp_dir/scripts/checkpatch.pl" --no-tree --quiet --show-types "$@"; }
 compat=include/vbblk_compat.h
-# Kernel code only: tests/tools holds userspace helpers, tests/kmod a
-# test-only module with its own compat header.
-kcompat=tests/kmod/vbbiotest_compat.h
+# Kernel code only: tests/tools holds userspace helpers, tests/kmod the
+# test-only modules with their own compat header.
+kcompat=tests/kmod/vbtest_compat.h
 files=$(git ls-files '*.c' '*.h' | grep -v -e '^tests/' -e "^$compat\$" || true)
 files="$files $(git ls-files 'tests/kmod/*.c' 'tests/kmod/*.h' | grep -v "^$kcompat\$" || true)"
 # shellcheck disable=SC2086

@@ -167,9 +167,6 @@ def main():
     # sgfuzz: random SG_IO commands (static)
     run(['gcc', '-static', '-O2', '-Wall', '-Wextra', '-Werror', '-o',
          os.path.join(stage, 'usr/bin/sgfuzz'), os.path.join(REPO, 'tests/tools/sgfuzz.c')])
-    # fragment: leaves free memory in single pages (static)
-    run(['gcc', '-static', '-O2', '-Wall', '-Wextra', '-Werror', '-o',
-         os.path.join(stage, 'usr/bin/fragment'), os.path.join(REPO, 'tests/tools/fragment.c')])
     # vbmark: the bench's marker for the kinsn QEMU plugin (static)
     run(['gcc', '-static', '-O2', '-Wall', '-Wextra', '-Werror', '-o',
          os.path.join(stage, 'usr/bin/vbmark'), os.path.join(REPO, 'bench/tools/vbmark.c')])

@@ -18,6 +18,8 @@ done
 
 log() { echo "[$VBTEST] $*"; }
 fail() { echo "[$VBTEST] FAIL: $*"; exit 1; }
+# skip WHY: the test cannot run here (not a pass); tests/guest/init reports SKIP
+skip() { echo "[$VBTEST] SKIP: $*"; exit 77; }
 # run CMD...: run a command, fail the test with a message if it fails
 must() { "$@" || fail "command failed (rc=$?): $*"; }
 # mustfail CMD...: the command must fail

@@ -65,7 +65,7 @@
 #include <linux/timer.h>
 #include <linux/uaccess.h>
 
-#include "vbbiotest_compat.h"
+#include "vbtest_compat.h"
 
 #define VBT_AREA		2048	/* fill's 1 MiB starts at 1 MiB */
 #define VBT_SLOT_SECTORS	256

@@ -241,11 +241,12 @@ def _partstat():
     return [Disk('part', '96M', serial='PART-1')]
 
 
-@test('frag_probe', timeout=240)
+@test('frag_probe', timeout=240, kmod=('vbfault',))
 def _frag_probe():
-    """probe with queue_depth=1024 on 1024-entry virtqueues after the guest's free memory
-    was left in single pages (so kvmalloc falls back to vmalloc): verified I/O on every
-    queue succeeds; nothing the device reads or writes was vmalloc'ed"""
+    """probe with queue_depth=1024 on 1024-entry virtqueues while tests/kmod/vbfault.ko
+    makes every kvmalloc() above a page fall back to vmalloc: the driver's arrays are
+    vmalloc'ed (bio mode), verified I/O on every queue succeeds; nothing the device
+    reads or writes was vmalloc'ed"""
     return [Disk('frag', '128M', serial='FRAG-1', props={'num-queues': 2, 'queue-size': 1024})]
 
 

@@ -16,6 +16,8 @@ from qmp import QMP, QMPError
 BAD_PATTERNS = ['BUG:', 'WARNING:', 'Oops', 'Call Trace', 'hung_task', 'soft lockup',
                 'hard LOCKUP', 'Kernel panic']
 _BAD_RE = re.compile('|'.join(re.escape(p) for p in BAD_PATTERNS))
+# seconds a guest gets to power off after printing a FAIL verdict
+FAIL_GRACE = 20
 
 
 def parse_size(s):
@@ -206,10 +208,11 @@ def choose_accel():
 
 
 class Result:
-    def __init__(self, ok, reason='', duration=0.0):
+    def __init__(self, ok, reason='', duration=0.0, skipped=False):
         self.ok = ok
-        self.reason = reason
+        self.reason = reason      # why it failed, or why it skipped
         self.duration = duration
+        self.skipped = skipped    # ok, but the guest script could not test
 
 
 class Guest:
@@ -468,6 +471,8 @@ class Guest:
                                      start_new_session=True)
         timed_out = False
         err = None
+        failed_at = None
+        self._con_off = 0
         try:
             try:
                 self.qmp = QMP(self.qmp_path, timeout=15)
@@ -477,6 +482,14 @@ class Guest:
             while self.proc.poll() is None:
                 if time.time() - self.t0 > self.timeout:
                     timed_out = True
+                    break
+                # A FAIL verdict is final; a guest whose I/O is stuck may
+                # never get through init's sync to power off.
+                if failed_at is None and self._fail_verdict_seen():
+                    failed_at = time.time()
+                if failed_at and time.time() - failed_at > FAIL_GRACE:
+                    self.hostlog.append('guest still up %ds after its FAIL verdict: stopped'
+                                        % FAIL_GRACE)
                     break
                 if self.qmp:
                     try:
@@ -503,6 +516,18 @@ class Guest:
             f.write('\n'.join(self.hostlog) + '\n')
         return self.judge(timed_out, err, dur)
 
+    def _fail_verdict_seen(self):
+        """Has the console log gained a FAIL verdict line since the last call?"""
+        try:
+            with open(self.console, 'rb') as f:
+                f.seek(self._con_off)
+                new = f.read()
+        except OSError:
+            return False
+        cut = new.rfind(b'\n') + 1     # a partial line waits for the next call
+        self._con_off += cut
+        return ('VBTEST-VERDICT %s FAIL' % self.token).encode() in new[:cut]
+
     def judge(self, timed_out, err, dur):
         try:
             log = open(self.console, errors='replace').read()
@@ -510,7 +535,7 @@ class Guest:
             log = ''
         verdict = None
         for line in log.splitlines():
-            m = re.search(r'VBTEST-VERDICT %s (PASS|FAIL) rc=(\d+)' % self.token, line)
+            m = re.search(r'VBTEST-VERDICT %s (PASS|FAIL|SKIP) rc=(\d+)' % self.token, line)
             if m:
                 verdict = (m.group(1), int(m.group(2)))
         bad = [l.strip() for l in log.splitlines() if _BAD_RE.search(l)]
@@ -530,6 +555,10 @@ class Guest:
             return Result(False, panic, dur)
         if verdict is None:
             return Result(False, 'no verdict line (qemu exit %s)' % self.proc.returncode, dur)
+        if verdict[0] == 'SKIP':
+            why = [l.strip() for l in log.splitlines() if '] SKIP: ' in l]
+            return Result(True, why[-1].split('] SKIP: ', 1)[1][:200] if why else 'no reason given',
+                          dur, skipped=True)
         if verdict[0] != 'PASS':
             fails = [l.strip() for l in log.splitlines() if 'FAIL' in l and 'VBTEST-VERDICT' not in l]
             return Result(False, (fails[-1][:200] if fails else 'guest script failed')

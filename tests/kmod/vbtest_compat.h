@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Kernel-version differences of the test module, and only those (the
+ * Kernel-version differences of the test modules, and only those (the
  * driver's live in include/vbblk_compat.h). Built against 6.1 and 6.12.
  */
-#ifndef VBBIOTEST_COMPAT_H
-#define VBBIOTEST_COMPAT_H
+#ifndef VBTEST_COMPAT_H
+#define VBTEST_COMPAT_H
 
 #include <linux/blkdev.h>
 #include <linux/err.h>
@@ -96,4 +96,15 @@ static inline void vbt_bdev_close(struct vbt_bdev *b)
 #endif
 }
 
-#endif /* VBBIOTEST_COMPAT_H */
+/*
+ * vbfault: the kmalloc that kvmalloc() tries first, and kvmalloc's own
+ * function, whose call is the one vbfault fails. Until 6.10
+ * kvmalloc_node() calls __kmalloc_node(size, flags, node) (the size is no
+ * constant there). 6.10 renamed both (_noprof) and 6.11 put a bucket
+ * argument before the flags: not probed there, the switch says SKIP.
+ */
+#define VBF_KVMALLOC_PROBED	(LINUX_VERSION_CODE < KERNEL_VERSION(6, 10, 0))
+#define VBF_KVMALLOC		"kvmalloc_node"
+#define VBF_KMALLOC		"__kmalloc_node"
+
+#endif /* VBTEST_COMPAT_H */
