@@ -17,6 +17,8 @@
 #  6. batch=0: one request per bio, and a plug of 16 bios costs one notify.
 #  7. max_sectors_kb lowered to 16 at run time: batches of 4 KiB bios hold
 #     at most 4 (it was read once, at probe).
+#  8. Setting batch=0 while a stream batch is held sends it at once
+#     (dispatch_drain), rather than leaving it to the hold policy.
 . /tests/lib.sh
 [ "$DRIVER" = vbblk ] || fail "batching is a vbblk bio-mode test"
 drv_load
@@ -107,4 +109,25 @@ run_fio $common $bsub --rw=write
 delta "seq write, batches of 16, max_sectors_kb=16"
 echo $msk > /sys/block/$d/queue/max_sectors_kb
 [ "$DW" -ge $((DB / 4)) ] || fail "max_sectors_kb=16: $DW requests for $DB bios of 4 KiB (a batch outgrew it)"
+
+# 8. batch=0 while a stream batch is held (a QD32 stream on a device
+#    throttled to 5 IOPS keeps one held for seconds): it is sent at once
+throttle batch 5
+fio $common --ioengine=libaio --iodepth=32 --rw=write --size=8m --time_based \
+	--runtime=60 > /tmp/held.out 2>&1 &
+fpid=$!
+sent=0
+for try in 1 2 3 4 5; do
+	sleep 2
+	dr0=$(st dispatch_drain)
+	echo 0 > /sys/module/vbblk/parameters/batch
+	sent=$(($(st dispatch_drain) - dr0))
+	echo 1 > /sys/module/vbblk/parameters/batch
+	log "batch=0 with a stream held (try $try): $sent held batch(es) sent"
+	[ "$sent" -eq 0 ] || break
+done
+kill $fpid 2>/dev/null
+throttle batch 0
+wait $fpid 2>/dev/null || true
+[ "$sent" -gt 0 ] || fail "setting batch=0 sent no held batch (5 tries, a stream held on a 5-IOPS device)"
 log "batching ok"
