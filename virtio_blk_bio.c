@@ -942,4 +942,7 @@ void vbblk_bio_drain(struct vbblk *vblk)
 		}
 	}
 	wait_var_event(&vblk->plug_refs, !atomic_read(&vblk->plug_refs));
+	/* Nothing is parked now; a retry still queued must not outlive the rings. */
+	for (i = 0; i < vblk->num_vqs; i++)
+		cancel_delayed_work_sync(&vblk->vqs[i].park_work);
 }
