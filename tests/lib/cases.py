@@ -225,7 +225,7 @@ def _ringfull():
     return [Disk('ring', '64M', serial='RING-1', props={'queue-size': 16})]
 
 
-@test('shared_queue', timeout=300, modes=ALL_PATHS)
+@test('shared_queue', timeout=300)
 def _shared_queue():
     """a QD1 sequential writer on CPU 0 shares the only virtqueue with 32 random reads
     from CPU 1 on a 1000-IOPS device: its worst latency stays within 10x the stock
