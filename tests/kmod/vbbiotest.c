@@ -655,7 +655,7 @@ static enum vbt_verdict vbt_case_softirq_full(struct vbt_ctx *c,
 	mod_timer(&b.timer, jiffies + 1);
 	/* Runs the callback if it has not run yet: wait until it has. */
 	while (timer_pending(&b.timer))
-		msleep(1);
+		usleep_range(1000, 2000);
 	vbt_timer_delete_sync(&b.timer);
 	destroy_timer_on_stack(&b.timer);
 	if (!b.in_softirq) {
