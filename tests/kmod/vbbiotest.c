@@ -653,7 +653,7 @@ static enum vbt_verdict vbt_case_softirq_full(struct vbt_ctx *c,
 	}
 	timer_setup_on_stack(&b.timer, vbt_burst_submit, 0);
 	mod_timer(&b.timer, jiffies + 1);
-	/* Runs the callback if it has not run yet: wait until it has. */
+	/* Wait for the timer to fire; delete_sync then waits for its end. */
 	while (timer_pending(&b.timer))
 		usleep_range(1000, 2000);
 	vbt_timer_delete_sync(&b.timer);
