@@ -107,4 +107,17 @@ static inline void vbt_bdev_close(struct vbt_bdev *b)
 #define VBF_KVMALLOC		"kvmalloc_node"
 #define VBF_KMALLOC		"__kmalloc_node"
 
+/*
+ * vbfault: the kmalloc virtio_ring's add path calls for an indirect
+ * descriptor table, and the functions that call it. Until 6.10
+ * alloc_indirect_split() and alloc_indirect_packed() call
+ * kmalloc_array(), that is __kmalloc(size, gfp); in Debian's 6.1 both are
+ * inlined into virtqueue_add_split() and virtqueue_add_packed(), which
+ * make no other __kmalloc() call. 6.10 renamed it __kmalloc_noprof():
+ * not probed there, the switch says SKIP.
+ */
+#define VBF_INDIRECT_PROBED	(LINUX_VERSION_CODE < KERNEL_VERSION(6, 10, 0))
+#define VBF_INDIRECT_KMALLOC	"__kmalloc"
+#define VBF_INDIRECT_CALLERS	"virtqueue_add_split", "virtqueue_add_packed"
+
 #endif /* VBTEST_COMPAT_H */
