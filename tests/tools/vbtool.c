@@ -8,6 +8,11 @@
  *   vbtool discard|zeroout|secdiscard DEV OFFSET LEN
  *   vbtool fill  DEV OFFSET LEN SEED  -> write deterministic pattern (O_DIRECT), fsync
  *   vbtool check DEV OFFSET LEN SEED  -> verify the pattern, exit 1 on mismatch
+ *   vbtool scatter DEV OFFSET LEN SEED -> the fill pattern in one O_DIRECT
+ *                                        pwritev of LEN/4096 pages, no two
+ *                                        consecutive ones physically
+ *                                        adjacent (/proc/self/pagemap): a
+ *                                        request of LEN/4096 segments; fsync
  *   vbtool iszero DEV OFFSET LEN      -> exit 1 if any byte in range is non-zero
  *   vbtool flush DEV                  -> fsync()
  *   vbtool gone DEV FLAG              -> hold DEV open, create FLAG, wait until
@@ -31,6 +36,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define CHUNK (1024 * 1024)
@@ -168,6 +174,79 @@ static int do_pattern(const char *dev, uint64_t off, uint64_t len, uint64_t seed
 		fprintf(stderr, "%s: %" PRIu64 " bad sectors in %s\n", prog, bad, dev);
 		return 1;
 	}
+	return 0;
+}
+
+/* Page frame number of the page at @p (faulted in), 0 if unknown. */
+static uint64_t pfn_of(int pm, const void *p)
+{
+	uint64_t e;
+
+	if (pread(pm, &e, sizeof(e), (uintptr_t)p / 4096 * sizeof(e)) != sizeof(e))
+		return 0;
+	return (e >> 63) ? e & ((1ULL << 55) - 1) : 0;
+}
+
+/*
+ * One write of LEN/4096 physical segments: pages whose physical address
+ * does not continue the previous page's, or the block layer merges them
+ * into one segment (memory faulted in on a fresh guest often comes in
+ * ascending order).
+ */
+static int do_scatter(const char *dev, uint64_t off, uint64_t len, uint64_t seed)
+{
+	size_t n = len / 4096, pool = 4 * n, i, k = 0;
+	unsigned char *mem, *data;
+	struct iovec *iov;
+	uint64_t prev = 0;
+	ssize_t r;
+	int fd, pm;
+
+	if (off % 512 || len % 4096 || !n || n > 1024) {
+		fprintf(stderr, "%s: scatter: offset must be a multiple of 512, length of 4096, at most 4M\n",
+			prog);
+		return 2;
+	}
+	mem = abuf(pool * 4096);
+	data = abuf(len);
+	iov = calloc(n, sizeof(*iov));
+	if (!iov)
+		die("%s", "calloc");
+	memset(mem, 0x5a, pool * 4096);
+	pm = open("/proc/self/pagemap", O_RDONLY);
+	if (pm < 0)
+		die("cannot open %s", "/proc/self/pagemap");
+	for (i = 0; i < pool && k < n; i++) {
+		uint64_t pfn = pfn_of(pm, mem + i * 4096);
+
+		if (!pfn) {
+			fprintf(stderr, "%s: scatter: no page frame numbers (not root?)\n", prog);
+			return 2;
+		}
+		if (k && pfn == prev + 1)
+			continue;
+		iov[k].iov_base = mem + i * 4096;
+		iov[k++].iov_len = 4096;
+		prev = pfn;
+	}
+	close(pm);
+	if (k < n) {
+		fprintf(stderr, "%s: scatter: only %zu separate pages in %zu\n", prog, k, pool);
+		return 2;
+	}
+	gen(data, off, len, seed);
+	for (i = 0; i < n; i++)
+		memcpy(iov[i].iov_base, data + i * 4096, 4096);
+	fd = open_dev(dev, O_RDWR | O_DIRECT);
+	r = pwritev(fd, iov, n, off);
+	if (r != (ssize_t)len) {
+		fprintf(stderr, "%s: scatter %s at %" PRIu64 " len %" PRIu64 ": %s (r=%zd)\n",
+			prog, dev, off, len, r < 0 ? strerror(errno) : "short", r);
+		return 2;
+	}
+	if (fsync(fd))
+		die("fsync %s", dev);
+	close(fd);
 	return 0;
 }
 
@@ -361,7 +440,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: vbtool getgeo|info|getsize64|getss|getpbsz|getiomin|getioopt|getro|flush DEV\n"
 		"       vbtool discard|zeroout|secdiscard DEV OFFSET LEN\n"
-		"       vbtool fill|check DEV OFFSET LEN SEED\n"
+		"       vbtool fill|check|scatter DEV OFFSET LEN SEED\n"
 		"       vbtool iszero DEV OFFSET LEN\n"
 		"       vbtool hostile DEV   (bad block ioctls: each must get its errno)\n"
 		"       vbtool gone DEV FLAG (ioctls and I/O on a removed disk's fd)\n");
@@ -426,6 +505,12 @@ int main(int argc, char **argv)
 			usage();
 		return do_pattern(dev, parse_size(argv[3]), parse_size(argv[4]),
 				  parse_size(argv[5]), !strcmp(cmd, "fill"));
+	}
+	if (!strcmp(cmd, "scatter")) {
+		if (argc != 6)
+			usage();
+		return do_scatter(dev, parse_size(argv[3]), parse_size(argv[4]),
+				  parse_size(argv[5]));
 	}
 	if (!strcmp(cmd, "hostile"))
 		return hostile(dev);
