@@ -250,6 +250,17 @@ def _frag_probe():
     return [Disk('frag', '128M', serial='FRAG-1', props={'num-queues': 2, 'queue-size': 1024})]
 
 
+@test('indirect_fail', timeout=240, kmod=('vbfault',))
+def _indirect_fail():
+    """256 KiB O_DIRECT writes of 64 separate pages on a 16-entry ring (seg_max 126) while
+    tests/kmod/vbfault.ko fails the next 3 indirect descriptor tables (GFP_ATOMIC) of more
+    than 16 descriptors: one write on an idle ring three times, then four at once twice;
+    each succeeds within 30 s and reads back, exactly 3 failures injected each time (stock
+    virtio_blk strands the write: SKIP)"""
+    return [Disk('indir', '64M', serial='INDIR-1',
+                 props={'queue-size': 16, 'seg-max-adjust': 'off', 'num-queues': 1})]
+
+
 @test('flush_share', timeout=420, vbblk_only=True, modes=('',))
 def _flush_share():
     """64 jobs of 4 KiB O_DIRECT writes with an fsync after each, on a device where a write
