@@ -325,10 +325,9 @@ static void vbblk_bio_park_retry(struct vbblk_vq *vq)
 	schedule_delayed_work(&vq->park_work, msecs_to_jiffies(10));
 }
 
-static void vbblk_bio_park_work(struct work_struct *work)
+/* Re-add what is parked and notify; retry later what stays stuck. */
+static void vbblk_bio_readd_parked(struct vbblk_vq *vq)
 {
-	struct vbblk_vq *vq = container_of(to_delayed_work(work),
-					   struct vbblk_vq, park_work);
 	unsigned long flags;
 	bool notify, stuck;
 
@@ -340,6 +339,12 @@ static void vbblk_bio_park_work(struct work_struct *work)
 		vbblk_vq_notify(vq);
 	if (stuck)
 		vbblk_bio_park_retry(vq);
+}
+
+static void vbblk_bio_park_work(struct work_struct *work)
+{
+	vbblk_bio_readd_parked(container_of(to_delayed_work(work),
+					    struct vbblk_vq, park_work));
 }
 
 /*
@@ -619,19 +624,8 @@ static void vbblk_bio_stage_done(struct vbblk_bio_cmd *cmd, blk_status_t st)
 /* After a completion: re-add parked commands, then send held batches. */
 void vbblk_bio_vq_done(struct vbblk_vq *vq)
 {
-	unsigned long flags;
-	bool notify, stuck;
-
-	if (!list_empty(&vq->parked)) {
-		spin_lock_irqsave(&vq->lock, flags);
-		stuck = vbblk_bio_readd_locked(vq);
-		notify = vbblk_vq_kick_prepare(vq);
-		spin_unlock_irqrestore(&vq->lock, flags);
-		if (notify)
-			vbblk_vq_notify(vq);
-		if (stuck)
-			vbblk_bio_park_retry(vq);
-	}
+	if (!list_empty(&vq->parked))
+		vbblk_bio_readd_parked(vq);
 	vbblk_batch_flush_vq(vq);
 }
 
