@@ -239,6 +239,12 @@ static inline bool vbblk_op_type(enum req_op op, u32 *type)
 	}
 }
 
+/* The virtio-blk command for a read or write bio's data. */
+static inline u32 vbblk_rw_type(const struct bio *bio)
+{
+	return op_is_write(bio_op(bio)) ? VIRTIO_BLK_T_OUT : VIRTIO_BLK_T_IN;
+}
+
 /* Flags of a discard/write-zeroes range: unmap where allowed and wanted. */
 static inline u32 vbblk_range_flags(const struct vbblk *vblk, blk_opf_t opf)
 {

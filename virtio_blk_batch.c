@@ -303,9 +303,7 @@ void vbblk_batch_submit(struct vbblk *vblk, struct bio *bio)
 		return;
 	cmd->batch = b;
 	vbblk_cmd_add_bio(cmd, bio, segs);
-	vbblk_iohdr_init(vblk, &cmd->hdr,
-			 op_is_write(bio_op(bio)) ? VIRTIO_BLK_T_OUT :
-						    VIRTIO_BLK_T_IN,
+	vbblk_iohdr_init(vblk, &cmd->hdr, vbblk_rw_type(bio),
 			 bio->bi_iter.bi_sector);
 
 	if (!READ_ONCE(vbblk_batch) || !vbblk_batch_hold(vblk, b, cmd, stream))

@@ -542,9 +542,7 @@ static bool vbblk_bio_next_stage(struct vbblk_bio_cmd *cmd)
 	if (cmd->stage == VBBLK_STAGE_PREFLUSH && cmd->bytes) {
 		/* The bio's own direction: a read may carry a PREFLUSH too. */
 		cmd->stage = VBBLK_STAGE_DATA;
-		vbblk_iohdr_init(vblk, &cmd->hdr,
-				 op_is_write(bio_op(cmd->bio)) ?
-				 VIRTIO_BLK_T_OUT : VIRTIO_BLK_T_IN,
+		vbblk_iohdr_init(vblk, &cmd->hdr, vbblk_rw_type(cmd->bio),
 				 cmd->bio->bi_iter.bi_sector);
 		vbblk_bio_cmd_dispatch(cmd, false);
 		return true;
@@ -699,9 +697,7 @@ static void vbblk_bio_submit_polled(struct vbblk *vblk, struct bio *bio)
 	}
 	vbblk_cmd_init(cmd);
 	vbblk_cmd_add_bio(cmd, bio, vbblk_bio_segs(vblk, bio));
-	vbblk_iohdr_init(vblk, &cmd->hdr,
-			 op_is_write(bio_op(bio)) ? VIRTIO_BLK_T_OUT :
-						    VIRTIO_BLK_T_IN,
+	vbblk_iohdr_init(vblk, &cmd->hdr, vbblk_rw_type(bio),
 			 bio->bi_iter.bi_sector);
 	WRITE_ONCE(bio->bi_cookie, vq->index);
 	vbblk_bio_send(vblk, cmd);
