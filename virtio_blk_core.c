@@ -934,12 +934,10 @@ static int vbblk_freeze(struct virtio_device *vdev)
 {
 	struct vbblk *vblk = vdev->priv;
 
-	/* Drain and block new I/O before the rings go away. */
-	blk_mq_freeze_queue(vblk->disk->queue);
-	if (vblk->mode == VBBLK_MODE_BIO) {
+	/* Drain and block new I/O, passthrough too, before the rings go. */
+	vbblk_quiesce(vblk);
+	if (vblk->mode == VBBLK_MODE_BIO)
 		blk_mq_freeze_queue(vblk->rq_queue);
-		vbblk_bio_drain(vblk);
-	}
 	virtio_reset_device(vdev);
 	flush_work(&vblk->config_work);
 	vbblk_del_vqs(vblk);
@@ -955,11 +953,9 @@ static int vbblk_restore(struct virtio_device *vdev)
 	if (err)
 		return err;
 	virtio_device_ready(vdev);
-	if (vblk->mode == VBBLK_MODE_BIO) {
-		WRITE_ONCE(vblk->draining, false);
+	if (vblk->mode == VBBLK_MODE_BIO)
 		blk_mq_unfreeze_queue(vblk->rq_queue);
-	}
-	blk_mq_unfreeze_queue(vblk->disk->queue);
+	vbblk_unquiesce(vblk);
 	return 0;
 }
 #endif
