@@ -53,29 +53,18 @@ def run(outdir, ctx, cuts=None, keep='random'):
     seed = int(os.environ.get('POWERCUT_SEED', '0')) or int(time.time())
     rnd = random.Random(seed)
     os.makedirs(outdir, exist_ok=True)
-    so = _build_plugin(outdir)
     os.makedirs(ctx['imgdir'], exist_ok=True)
     img = os.path.join(ctx['imgdir'], 'pc.img')
     with open(img, 'wb') as f:
         f.truncate(64 << 20)
-    sock = os.path.join(outdir, 'nbd.sock')
-    if os.path.exists(sock):
-        os.unlink(sock)
     stats = os.path.join(outdir, 'cuts.txt')
     open(stats, 'w').close()
-    nbd = subprocess.Popen(['nbdkit', '-f', '-U', sock, so, 'file=' + img, 'keep=%s' % keep,
-                            'seed=%d' % seed, 'stats=' + stats],
-                           stdout=open(os.path.join(outdir, 'nbdkit.log'), 'w'),
-                           stderr=subprocess.STDOUT)
+    nbd, sock = _start_nbdkit(outdir, img, keep, seed, stats)
     summary = ['seed %d, %d cuts, params "%s"' % (seed, cuts, ctx['params'])]
     acked = {s: -1 for s in STREAMS}
     checked = {s: 0 for s in STREAMS}
     try:
-        for _ in range(100):
-            if os.path.exists(sock) or nbd.poll() is not None:
-                break
-            time.sleep(0.1)
-        if nbd.poll() is not None or not os.path.exists(sock):
+        if not sock:
             return 'nbdkit did not start (see nbdkit.log)'
         for i in range(cuts + 1):
             final = i == cuts
@@ -137,11 +126,7 @@ def run(outdir, ctx, cuts=None, keep='random'):
                           sum(checked.values()), dirty, kept))
         return None
     finally:
-        nbd.send_signal(signal.SIGTERM)
-        try:
-            nbd.wait(10)
-        except subprocess.TimeoutExpired:
-            nbd.kill()
+        _stop_nbdkit(nbd)
         with open(os.path.join(outdir, 'summary.txt'), 'w') as f:
             f.write('\n'.join(summary) + '\n')
 
@@ -163,6 +148,14 @@ def _start_nbdkit(outdir, img, keep, seed, stats):
         time.sleep(0.1)
     ok = nbd.poll() is None and os.path.exists(sock)
     return nbd, sock if ok else None
+
+
+def _stop_nbdkit(nbd):
+    nbd.send_signal(signal.SIGTERM)
+    try:
+        nbd.wait(10)
+    except subprocess.TimeoutExpired:
+        nbd.kill()
 
 
 def run_cache_switch(outdir, ctx):
@@ -212,8 +205,4 @@ def run_cache_switch(outdir, ctx):
                     % (_lines(stats)[0].strip(), got[:16], want[0][:16]))
         return None
     finally:
-        nbd.send_signal(signal.SIGTERM)
-        try:
-            nbd.wait(10)
-        except subprocess.TimeoutExpired:
-            nbd.kill()
+        _stop_nbdkit(nbd)
