@@ -881,6 +881,12 @@ out_put_disk:
 out_free_tags:
 	blk_mq_free_tag_set(&vblk->tag_set);
 out_del_vqs:
+	/*
+	 * find_vqs enabled the queues, and a device keeps them until reset:
+	 * the next probe's find_vqs would fail (-ENOENT). After out_reset
+	 * this is a second reset, which is harmless.
+	 */
+	virtio_reset_device(vdev);
 	vbblk_del_vqs(vblk);
 	kfree(vblk->vqs);
 out_free:
