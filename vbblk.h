@@ -171,6 +171,7 @@ struct vbblk {
 	unsigned long dead_seen;	/* completions at the last check */
 	unsigned int dead_stalled;	/* checks in a row without one */
 	bool broken;			/* given up on: fail all I/O at once */
+	bool rings_gone;		/* freeze deleted the virtqueues, restore made none */
 
 	unsigned int num_vqs;		/* interrupt-driven, then polled */
 	unsigned int num_poll_vqs;	/* the last ones; callbacks off */

@@ -4,6 +4,7 @@
  * limits, disk naming, sysfs attributes, capacity changes, remove and PM.
  * The I/O paths live in virtio_blk_rq.c (blk-mq) and virtio_blk_bio.c.
  */
+#include <linux/delay.h>
 #include <linux/hdreg.h>
 #include <linux/idr.h>
 #include <linux/log2.h>
@@ -740,7 +741,8 @@ static bool vbblk_device_gone(struct vbblk *vblk)
 	u8 status = vdev->config->get_status(vdev);
 	unsigned int i;
 
-	if (status == 0xff || (status & VIRTIO_CONFIG_S_NEEDS_RESET))
+	if (status == 0xff || (status & VIRTIO_CONFIG_S_NEEDS_RESET) ||
+	    vblk->rings_gone)
 		return true;
 	for (i = 0; i < vblk->num_vqs; i++)
 		if (virtqueue_is_broken(vblk->vqs[i].vq))
@@ -923,7 +925,8 @@ static void vbblk_remove(struct virtio_device *vdev)
 
 	mutex_lock(&vblk->vdev_mutex);
 	virtio_reset_device(vdev);
-	vbblk_del_vqs(vblk);
+	if (!vblk->rings_gone)
+		vbblk_del_vqs(vblk);
 	if (vblk->mode == VBBLK_MODE_BIO)
 		vbblk_bio_exit(vblk);
 	kfree(vblk->vqs);
@@ -947,17 +950,29 @@ static int vbblk_freeze(struct virtio_device *vdev)
 	virtio_reset_device(vdev);
 	flush_work(&vblk->config_work);
 	vbblk_del_vqs(vblk);
+	vblk->rings_gone = true;
 	return 0;
 }
 
 static int vbblk_restore(struct virtio_device *vdev)
 {
 	struct vbblk *vblk = vdev->priv;
-	int err;
+	int err, tries;
 
-	err = vbblk_init_vqs(vblk, vblk->num_vqs, vblk->num_poll_vqs);
+	/*
+	 * An allocation may fail for a moment, and there is no later chance:
+	 * retry. If the rings still cannot be made, I/O stays frozen (it waits,
+	 * nothing is lost) until the disk is unbound, which then fails it.
+	 */
+	for (tries = 0; tries < 3; tries++) {
+		err = vbblk_init_vqs(vblk, vblk->num_vqs, vblk->num_poll_vqs);
+		if (err != -ENOMEM)
+			break;
+		msleep(100);
+	}
 	if (err)
 		return err;
+	vblk->rings_gone = false;
 	virtio_device_ready(vdev);
 	if (vblk->mode == VBBLK_MODE_BIO)
 		blk_mq_unfreeze_queue(vblk->rq_queue);
