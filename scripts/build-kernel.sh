@@ -1,0 +1,123 @@
+#!/bin/bash
+# Build a named guest kernel from Debian's linux-source-6.1 into a cache outside
+# the repository, for tests/run KERNEL=NAME.
+#
+#   scripts/build-kernel.sh NAME      NAME: debug | kcsan | guest
+#   scripts/build-kernel.sh --path NAME   print the cache directory of NAME
+#
+# Config: allnoconfig + scripts/kernel/guest.config + scripts/kernel/NAME.config
+# (guest alone for NAME=guest). Every line of the fragments must hold in the
+# resulting .config, or the build stops and says which did not.
+#
+# Result in $VBBLK_KERNEL_CACHE/NAME (default ~/.cache/vbblk-kernels/NAME):
+#   vmlinuz   the bzImage          release   its `uname -r`
+#   build/    the object tree: KDIR for external modules (make KDIR=...)
+#   modroot/  modules_install root (lib/modules/<release>)
+#   key       hash of the inputs; the build is skipped while it matches
+# Inputs: the source tarball, the CONFIG_ lines of the fragments, the
+# compiler, and RECIPE below (bump it when the way of building changes). A
+# changed input rebuilds incrementally in the same object tree.
+# JOBS=N overrides the make parallelism (default: CPUs + 1).
+set -euo pipefail
+
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+CACHE=${VBBLK_KERNEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vbblk-kernels}
+TARBALL=${LINUX_SOURCE:-/usr/src/linux-source-6.1.tar.xz}
+FRAGS=$REPO/scripts/kernel
+RECIPE=1
+
+die() { echo "build-kernel: $*" >&2; exit 1; }
+
+[ "${1:-}" = --path ] && { [ -n "${2:-}" ] || die "usage: $0 --path NAME"; echo "$CACHE/$2"; exit 0; }
+NAME=${1:-}
+[ -n "$NAME" ] || die "usage: $0 NAME (debug, kcsan or guest)"
+[ "$NAME" = guest ] || [ -f "$FRAGS/$NAME.config" ] ||
+	die "no config fragment $FRAGS/$NAME.config (known: $(cd "$FRAGS" && ls *.config | sed 's/\.config//' | tr '\n' ' '))"
+[ -f "$TARBALL" ] || die "$TARBALL missing (apt-get install linux-source-6.1, or run scripts/install-deps.sh)"
+
+frags=("$FRAGS/guest.config")
+[ "$NAME" = guest ] || frags+=("$FRAGS/$NAME.config")
+dir=$CACHE/$NAME
+key=$( { echo "recipe $RECIPE"; sha256sum "$TARBALL" | cut -d' ' -f1
+	grep -h '^CONFIG_' "${frags[@]}"; gcc --version | head -n1; } | sha256sum | cut -d' ' -f1)
+if [ -f "$dir/key" ] && [ "$(cat "$dir/key")" = "$key" ] && [ -f "$dir/vmlinuz" ]; then
+	echo "build-kernel: $NAME is up to date: $(cat "$dir/release") in $dir"
+	exit 0
+fi
+
+t0=$SECONDS
+mkdir -p "$CACHE"
+# one unpacked source per tarball, shared by every NAME (built with O=)
+skey=$(sha256sum "$TARBALL" | cut -c1-16)
+src=$CACHE/src-$skey
+if [ ! -f "$src/.unpacked" ]; then
+	echo "build-kernel: unpacking $TARBALL"
+	rm -rf "$src" "$src.tmp"
+	mkdir -p "$src.tmp"
+	tar -xf "$TARBALL" -C "$src.tmp" --strip-components=1
+	touch "$src.tmp/.unpacked"
+	mv "$src.tmp" "$src"
+fi
+
+echo "build-kernel: configuring $NAME (allnoconfig + ${frags[*]##*/})"
+rm -rf "$dir/modroot" "$dir/vmlinuz" "$dir/key" "$dir/release"
+fresh=1
+[ -f "$dir/build/vmlinux" ] && fresh=0
+mkdir -p "$dir/build"
+cat "${frags[@]}" > "$dir/fragment.config"
+make -s -C "$src" O="$dir/build" KCONFIG_ALLCONFIG="$dir/fragment.config" allnoconfig \
+	> "$dir/config.log" 2>&1 || { tail -n 20 "$dir/config.log"; die "allnoconfig failed"; }
+bad=0
+while IFS= read -r l; do
+	k=${l%%=*}
+	if [ "${l#*=}" = n ]; then
+		got=$(grep "^$k=" "$dir/build/.config" || true)
+	elif grep -qxF "$l" "$dir/build/.config"; then
+		got=
+	else
+		got=$(grep "^$k=" "$dir/build/.config" || echo "not set")
+	fi
+	[ -z "$got" ] && continue
+	echo "build-kernel: $l did not hold: $got (a dependency is missing from the fragment)" >&2
+	bad=1
+done < <(grep -h '^CONFIG_' "${frags[@]}")
+[ $bad = 0 ] || die "config of $NAME does not match its fragments"
+
+jobs=${JOBS:-$(( $(nproc) + 1 ))}
+kind="a full build"
+[ $fresh = 1 ] || kind="an incremental build (the object tree is kept)"
+echo "build-kernel: building $NAME with $jobs jobs, $kind (log: $dir/build.log); progress every 30 s"
+# kbuild prints one line per step; show the count and the latest now and then
+# so that a long build does not look hung
+prev=0
+[ $fresh = 0 ] || prev=$(cat "$CACHE/$NAME.steps" 2>/dev/null || echo 0)
+n=0
+last=$SECONDS
+set +e
+make -C "$src" O="$dir/build" -j"$jobs" bzImage modules 2>&1 | tee "$dir/build.log" |
+	while IFS= read -r line; do
+		case $line in "  "[A-Z]*) n=$((n + 1)) ;; esac
+		if [ $((SECONDS - last)) -ge 30 ]; then
+			last=$SECONDS
+			pct=
+			[ "$prev" -gt 0 ] && pct=" (~$((n * 100 / prev))% of the last build's $prev)"
+			printf 'build-kernel: %s: %dm%02ds, %d steps%s: %s\n' "$NAME" \
+				$(((SECONDS - t0) / 60)) $(((SECONDS - t0) % 60)) "$n" "$pct" "${line:0:70}"
+		fi
+		echo "$n" > "$dir/steps"
+	done
+rc=${PIPESTATUS[0]}
+set -e
+if [ "$rc" != 0 ]; then
+	grep -E 'error|Error' "$dir/build.log" | head -n 20 >&2
+	die "make failed for $NAME (rc $rc), see $dir/build.log"
+fi
+# a full build's step count estimates the next full build's progress
+if [ $fresh = 1 ]; then mv "$dir/steps" "$CACHE/$NAME.steps"; else rm -f "$dir/steps"; fi
+make -s -C "$src" O="$dir/build" INSTALL_MOD_PATH="$dir/modroot" INSTALL_MOD_STRIP=1 \
+	modules_install > "$dir/modules_install.log" 2>&1 ||
+	{ tail -n 20 "$dir/modules_install.log"; die "modules_install failed"; }
+make -s -C "$src" O="$dir/build" kernelrelease > "$dir/release"
+cp "$dir/build/arch/x86/boot/bzImage" "$dir/vmlinuz"
+echo "$key" > "$dir/key"
+echo "build-kernel: $NAME built in $(((SECONDS - t0) / 60))m$(((SECONDS - t0) % 60))s: $(cat "$dir/release") in $dir"
