@@ -48,6 +48,8 @@
 #include <linux/kprobes.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/percpu.h>
+#include <linux/random.h>
 #include <linux/ptrace.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -176,6 +178,83 @@ static struct vbf_switch vbf_ind = {
 	.handler	= vbf_ind_return,
 };
 
+/* ---- drv_fail ---- */
+
+static unsigned long vbf_drv_start, vbf_drv_len;	/* read locklessly */
+static atomic_t vbf_drv_left;		/* nth mode: calls until the failure */
+static unsigned int vbf_drv_pct;	/* pct mode: probability */
+static atomic_long_t vbf_drv_seen, vbf_drv_failed;
+
+/*
+ * At an allocator's entry: a call from the range? Count it and decide;
+ * only a call to fail takes an instance (its return is hooked).
+ */
+static int vbf_drv_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	unsigned long caller = regs_get_kernel_stack_nth(regs, 0);
+	unsigned int pct = READ_ONCE(vbf_drv_pct);
+
+	if (caller - READ_ONCE(vbf_drv_start) >= READ_ONCE(vbf_drv_len))
+		return 1;
+	atomic_long_inc(&vbf_drv_seen);
+	if (pct)
+		return get_random_u32() % 100 >= pct;
+	return !atomic_dec_and_test(&vbf_drv_left);
+}
+
+static int vbf_drv_fail(struct pt_regs *regs, void (*release)(const void *p))
+{
+	void *p = (void *)regs_return_value(regs);
+
+	if (!p)
+		return 0;
+	release(p);
+	regs_set_return_value(regs, 0);
+	atomic_long_inc(&vbf_drv_failed);
+	return 0;
+}
+
+static void vbf_free_percpu(const void *p)
+{
+	free_percpu((void __percpu *)p);
+}
+
+static int vbf_drv_kfree(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	return vbf_drv_fail(regs, kfree);
+}
+
+static int vbf_drv_kvfree(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	return vbf_drv_fail(regs, kvfree);
+}
+
+static int vbf_drv_pfree(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	return vbf_drv_fail(regs, vbf_free_percpu);
+}
+
+static const char * const vbf_drv_kmalloc[] = { VBF_DRV_KMALLOC };
+#define VBF_DRV_N	(ARRAY_SIZE(vbf_drv_kmalloc) + 2)
+static struct vbf_switch vbf_drv[VBF_DRV_N];
+static char vbf_drv_skip[128];
+
+static void vbf_drv_setup(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(vbf_drv_kmalloc); i++)
+		vbf_drv[i] = (struct vbf_switch) { .symbol = vbf_drv_kmalloc[i],
+			.entry = vbf_drv_entry, .handler = vbf_drv_kfree };
+	vbf_drv[i++] = (struct vbf_switch) { .symbol = VBF_DRV_KVMALLOC,
+		.entry = vbf_drv_entry, .handler = vbf_drv_kvfree };
+	vbf_drv[i] = (struct vbf_switch) { .symbol = VBF_DRV_PERCPU,
+		.entry = vbf_drv_entry, .handler = vbf_drv_pfree };
+	if (!VBF_DRV_PROBED)
+		snprintf(vbf_drv_skip, sizeof(vbf_drv_skip),
+			 "the allocators are not probed from 6.10");
+}
+
 /* ---- registration, under vbf_lock ---- */
 
 static void vbf_unregister(struct vbf_switch *s)
@@ -224,7 +303,90 @@ static void vbf_ind_off_work(struct work_struct *work)
 	mutex_unlock(&vbf_lock);
 }
 
+static void vbf_drv_off(void)
+{
+	unsigned int i;
+
+	WRITE_ONCE(vbf_drv_len, 0);
+	for (i = 0; i < VBF_DRV_N; i++)
+		vbf_unregister(&vbf_drv[i]);
+}
+
 /* ---- debugfs ---- */
+
+static ssize_t vbf_drv_write(struct file *file, const char __user *ubuf,
+			     size_t len, loff_t *ppos)
+{
+	unsigned long start, size;
+	unsigned int i, n;
+	char buf[96], mode[8];
+	int err = 0;
+
+	if (len >= sizeof(buf))
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, len))
+		return -EFAULT;
+	buf[len] = '\0';
+	mutex_lock(&vbf_lock);
+	vbf_drv_off();
+	if (sysfs_streq(buf, "0"))
+		goto out;
+	if (sscanf(buf, "%lx %lu %7s %u", &start, &size, mode, &n) != 4 ||
+	    !size || !n || (strcmp(mode, "nth") && strcmp(mode, "pct")) ||
+	    (!strcmp(mode, "pct") && n > 100)) {
+		err = -EINVAL;
+		goto out;
+	}
+	if (vbf_drv_skip[0]) {
+		err = -EOPNOTSUPP;
+		goto out;
+	}
+	atomic_long_set(&vbf_drv_seen, 0);
+	atomic_long_set(&vbf_drv_failed, 0);
+	atomic_set(&vbf_drv_left, strcmp(mode, "nth") ? 0 : n);
+	WRITE_ONCE(vbf_drv_pct, strcmp(mode, "pct") ? 0 : n);
+	WRITE_ONCE(vbf_drv_start, start);
+	WRITE_ONCE(vbf_drv_len, size);
+	for (i = 0; i < VBF_DRV_N && !err; i++)
+		err = vbf_register(&vbf_drv[i]);
+	if (err) {
+		pr_warn("cannot probe the allocators: %d\n", err);
+		vbf_drv_off();
+	}
+out:
+	mutex_unlock(&vbf_lock);
+	return err ?: len;
+}
+
+static ssize_t vbf_drv_read(struct file *file, char __user *ubuf,
+			    size_t len, loff_t *ppos)
+{
+	unsigned long missed = 0;
+	char buf[160];
+	unsigned int i;
+	int n;
+
+	mutex_lock(&vbf_lock);
+	for (i = 0; i < VBF_DRV_N; i++)
+		missed += vbf_nmissed(&vbf_drv[i]);
+	if (vbf_drv_skip[0])
+		n = scnprintf(buf, sizeof(buf), "SKIP - %s\n", vbf_drv_skip);
+	else
+		n = scnprintf(buf, sizeof(buf), "%s seen=%ld failed=%ld missed=%lu\n",
+			      vbf_drv[0].registered ? "on" : "off",
+			      atomic_long_read(&vbf_drv_seen),
+			      atomic_long_read(&vbf_drv_failed), missed);
+	mutex_unlock(&vbf_lock);
+	return simple_read_from_buffer(ubuf, len, ppos, buf, n);
+}
+
+static const struct file_operations vbf_drv_fops = {
+	.owner	= THIS_MODULE,
+	.read	= vbf_drv_read,
+	.write	= vbf_drv_write,
+	.llseek	= default_llseek,
+};
+
 
 static ssize_t vbf_min_write(struct file *file, const char __user *ubuf,
 			     size_t len, loff_t *ppos)
@@ -370,7 +532,9 @@ static int __init vbf_init(void)
 	if (!VBF_INDIRECT_PROBED)
 		snprintf(vbf_ind.skip, sizeof(vbf_ind.skip),
 			 "virtio_ring's indirect tables are not probed from 6.10");
+	vbf_drv_setup();
 	vbf_dir = debugfs_create_dir(KBUILD_MODNAME, NULL);
+	debugfs_create_file("drv_fail", 0600, vbf_dir, NULL, &vbf_drv_fops);
 	debugfs_create_file("kvmalloc_fail_min", 0600, vbf_dir, NULL,
 			    &vbf_min_fops);
 	debugfs_create_file("kvmalloc_fail", 0400, vbf_dir, NULL,
@@ -387,11 +551,12 @@ static void __exit vbf_exit(void)
 	mutex_lock(&vbf_lock);
 	vbf_unregister(&vbf_kv);
 	vbf_unregister(&vbf_ind);
+	vbf_drv_off();
 	mutex_unlock(&vbf_lock);
 	cancel_work_sync(&vbf_ind_off);
 }
 
 module_init(vbf_init);
 module_exit(vbf_exit);
-MODULE_DESCRIPTION("vbblk test only: kvmalloc() fallback and indirect descriptor failures");
+MODULE_DESCRIPTION("vbblk test only: kvmalloc() fallback, indirect descriptor and driver allocation failures");
 MODULE_LICENSE("GPL");

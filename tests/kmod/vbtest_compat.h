@@ -120,4 +120,14 @@ static inline void vbt_bdev_close(struct vbt_bdev *b)
 #define VBF_INDIRECT_KMALLOC	"__kmalloc"
 #define VBF_INDIRECT_CALLERS	"virtqueue_add_split", "virtqueue_add_packed"
 
+/*
+ * vbfault drv_fail: the allocators a module's code calls directly, and how
+ * each result is freed. 6.10 renamed them (_noprof) and changed some
+ * signatures: not probed there, the switch says SKIP.
+ */
+#define VBF_DRV_PROBED		(LINUX_VERSION_CODE < KERNEL_VERSION(6, 10, 0))
+#define VBF_DRV_KMALLOC		"kmalloc_trace", "__kmalloc", "__kmalloc_node"
+#define VBF_DRV_KVMALLOC	"kvmalloc_node"
+#define VBF_DRV_PERCPU		"__alloc_percpu"
+
 #endif /* VBTEST_COMPAT_H */
