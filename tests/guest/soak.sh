@@ -1,5 +1,5 @@
 # soak: mixed verified fio on 2 disks (2 queues each) for SOAK seconds (the
-# vbsoak= kernel argument: 180 in CI, SOAK_MINUTES=30 for the long run),
+# vbsoak= kernel argument: 90 by default, SOAK_MINUTES=30 for the long run),
 # while the cache type flips, disk 2 grows and CPU 1 goes offline and back.
 # No error, no hang, and unreclaimable slab ends within 8 MiB of the start.
 . /tests/lib.sh

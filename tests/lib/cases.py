@@ -395,7 +395,7 @@ def _powercut(outdir, ctx):
 
 
 TESTS.append(Test('powercut', lambda: [], modes=ALL_PATHS, host=_powercut,
-                  doc='POWERCUTS (10) power cuts on a volatile-cache NBD disk (nbdkit volcache) '
+                  doc='POWERCUTS (6) power cuts on a volatile-cache NBD disk (nbdkit volcache) '
                       'during O_DSYNC, fdatasync and ext4 fsync record writers: after each, fsck -n '
                       'is clean after journal replay and every acknowledged record is intact'))
 
@@ -412,12 +412,12 @@ TESTS.append(Test('cache_cut', lambda: [], vbblk_only=True, host=_cache_cut,
                       'virtio_blk does not)'))
 
 
-SOAK_SECONDS = int(float(os.environ.get('SOAK_MINUTES', '3')) * 60)
+SOAK_SECONDS = int(float(os.environ.get('SOAK_MINUTES', '1.5')) * 60)
 
 
 @test('soak', timeout=SOAK_SECONDS + 300, append='vbsoak=%d' % SOAK_SECONDS)
 def _soak():
-    """SOAK_MINUTES (3) of mixed verified fio on 2 disks with 2 queues each, while cache_type
+    """SOAK_MINUTES (1.5) of mixed verified fio on 2 disks with 2 queues each, while cache_type
     flips, one disk grows and CPU 1 goes offline and back: no error, no hang, slab stable"""
     return [Disk('soak1', '64M', serial='SOAK-1', props={'num-queues': 2, 'config-wce': 'on'}),
             Disk('soak2', '64M', serial='SOAK-2', props={'num-queues': 2})]

@@ -8,7 +8,7 @@ once each record is durable; a random 0.5-4 s later the
 host kills QEMU with SIGKILL, and nbdkit keeps a random subset of the
 unflushed sectors. After the last cut a final boot only checks.
 
-POWERCUTS=N sets the cuts per variant (default 10); POWERCUT_SEED fixes the
+POWERCUTS=N sets the cuts per variant (default 6); POWERCUT_SEED fixes the
 random choices. A summary lands in <outdir>/summary.txt.
 
 run_cache_switch() is the `cache_cut` test: one cut right after cache_type
@@ -49,7 +49,7 @@ def _lines(path):
 
 
 def run(outdir, ctx, cuts=None, keep='random'):
-    cuts = cuts if cuts is not None else int(os.environ.get('POWERCUTS', '10'))
+    cuts = cuts if cuts is not None else int(os.environ.get('POWERCUTS', '6'))
     seed = int(os.environ.get('POWERCUT_SEED', '0')) or int(time.time())
     rnd = random.Random(seed)
     os.makedirs(outdir, exist_ok=True)
