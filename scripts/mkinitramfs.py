@@ -93,10 +93,11 @@ def libs_of(binary):
     return libs
 
 
-def module_files(ver, names):
+def module_files(ver, names, root='/'):
+    """Module files (paths under root) of names and their dependencies."""
     files = []
     for n in names:
-        r = subprocess.run(['modprobe', '--show-depends', '-S', ver, '-d', '/', n],
+        r = subprocess.run(['modprobe', '--show-depends', '-S', ver, '-d', root, n],
                            capture_output=True, text=True)
         if r.returncode:
             raise SystemExit('mkinitramfs: cannot resolve module %s for %s: %s'
@@ -104,7 +105,7 @@ def module_files(ver, names):
         for line in r.stdout.splitlines():
             w = line.split()
             if w and w[0] == 'insmod':
-                f = os.path.normpath(w[1])
+                f = '/' + os.path.relpath(os.path.normpath(w[1]), root)
                 if f not in files:
                     files.append(f)
     return files
@@ -167,17 +168,21 @@ def main():
     # sgfuzz: random SG_IO commands (static)
     run(['gcc', '-static', '-O2', '-Wall', '-Wextra', '-Werror', '-o',
          os.path.join(stage, 'usr/bin/sgfuzz'), os.path.join(REPO, 'tests/tools/sgfuzz.c')])
+    # vbfail: fault injection driver of the faultinject test (static)
+    run(['gcc', '-static', '-O2', '-Wall', '-Wextra', '-Werror', '-o',
+         os.path.join(stage, 'usr/bin/vbfail'), os.path.join(REPO, 'tests/tools/vbfail.c')])
     # vbmark: the bench's marker for the kinsn QEMU plugin (static)
     run(['gcc', '-static', '-O2', '-Wall', '-Wextra', '-Werror', '-o',
          os.path.join(stage, 'usr/bin/vbmark'), os.path.join(REPO, 'bench/tools/vbmark.c')])
 
     # kernel modules
     mdir = '/lib/modules/%s' % ver
-    for f in module_files(ver, MODULES):
-        copy_file(f, stage)
+    mroot = kv.modroot(ver)    # '/' but for a kernel of scripts/build-kernel.sh
+    for f in module_files(ver, MODULES, mroot):
+        copy_file(mroot + f, stage, f)
     for f in ['modules.order', 'modules.builtin', 'modules.builtin.modinfo']:
-        if os.path.exists(os.path.join(mdir, f)):
-            copy_file(os.path.join(mdir, f), stage)
+        if os.path.exists(mroot + mdir + '/' + f):
+            copy_file(mroot + mdir + '/' + f, stage, mdir + '/' + f)
     have_vbblk = os.path.exists(a.vbblk_ko)
     if a.user_install:
         # as a user would: the Makefile installs and runs depmod

@@ -19,6 +19,18 @@ bio=
 [ -d /sys/block/$d1/vbblk ] && [ ! -d /sys/block/$d1/mq ] && bio=1
 thr() { [ -z "$bio" ] || throttle "$@"; }	# bio mode only
 merged() { cat /sys/block/$1/vbblk/merged 2>/dev/null || echo 0; }
+# held DEV WHAT: in bio mode, wait (30 s at most: fio starts slowly on a
+# debug kernel) until DEV has merged bios, that is batches are being held
+held() {
+	_i=0
+	while [ -n "$bio" ] && [ "$(merged $1)" -eq 0 ]; do
+		_i=$((_i + 1))
+		[ $_i -lt 300 ] || fail "no batch held on $1 before $2"
+		sleep 0.1
+	done
+	sleep 1
+	log "$1: $(merged $1) bios merged so far"
+}
 
 stream() { # stream DEV: background sequential writes
 	fio --name=stream --filename=/dev/$1 --direct=1 --ioengine=libaio --iodepth=32 \
@@ -36,8 +48,7 @@ waitpid_t() { # waitpid_t PID SECONDS: the process must end in time
 thr unplug1 1000
 pid=$(stream $d1)
 sleep 3
-log "$d1: $(merged $d1) bios merged so far"
-[ -z "$bio" ] || [ "$(merged $d1)" -gt 0 ] || fail "no batch held on $d1 before unbind"
+held $d1 unbind
 log "unbinding $vdev1 from $DRIVER during I/O"
 echo "$vdev1" > /sys/bus/virtio/drivers/$DRIVER/unbind || fail "unbind failed"
 wait_gone $d1 30 || fail "$d1 still present after unbind"
@@ -68,8 +79,7 @@ d1=$(disk_by_serial UNPLUG-1)
 thr unplug2 1000
 pid=$(stream $d2)
 sleep 3
-log "$d2: $(merged $d2) bios merged so far"
-[ -z "$bio" ] || [ "$(merged $d2)" -gt 0 ] || fail "no batch held on $d2 before device_del"
+held $d2 device_del
 log "QMP device_del unplug2 during I/O"
 hostcmd device_del unplug2 > /dev/null || fail "device_del failed"
 wait_gone $d2 60 || fail "$d2 still present 60s after device_del"

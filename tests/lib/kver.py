@@ -2,7 +2,13 @@
 on Debian 12) when it is usable, else the newest /boot/vmlinuz-*-amd64; usable
 means matching /lib/modules/<ver> and /usr/src/linux-headers-<ver>
 directories. Override with the KVER environment variable. others() lists the
-remaining usable kernels (the `kernels` test runs a subset on each)."""
+remaining usable kernels (the `kernels` test runs a subset on each).
+
+KERNEL=NAME picks a kernel built by scripts/build-kernel.sh NAME (debug,
+kcsan, guest) instead: ensure_built() builds it (or finds it cached), and
+vmlinuz/kdir/modroot of its release point into the cache. A named kernel
+runs slower than Debian's (KASAN, lockdep, KCSAN): its fragment's
+`# timeout-scale: N` line scales every test timeout (timeout_scale())."""
 import glob
 import os
 import re
@@ -31,10 +37,44 @@ def _debian_default():
     return m.group(1) if m else None
 
 
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.path.join(REPO, 'scripts', 'build-kernel.sh')
+
+
+def cache_dir(name):
+    return subprocess.run([BUILD, '--path', name], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def ensure_built(name):
+    """Build KERNEL=name if its inputs changed (progress goes to stdout);
+    return its release."""
+    r = subprocess.run([BUILD, name])
+    if r.returncode:
+        raise SystemExit('scripts/build-kernel.sh %s failed' % name)
+    return open(os.path.join(cache_dir(name), 'release')).read().strip()
+
+
+def named():
+    """{release: cache directory} of the named kernels built so far."""
+    out = {}
+    root = os.path.dirname(cache_dir('guest'))
+    for d in glob.glob(os.path.join(root, '*', 'release')):
+        if os.path.exists(os.path.join(os.path.dirname(d), 'vmlinuz')):
+            out[open(d).read().strip()] = os.path.dirname(d)
+    return out
+
+
 def guest_kver():
     v = os.environ.get('KVER')
     if v:
         return v
+    name = os.environ.get('KERNEL')
+    if name:
+        f = os.path.join(cache_dir(name), 'release')
+        if not os.path.exists(f):
+            raise SystemExit('KERNEL=%s is not built: scripts/build-kernel.sh %s' % (name, name))
+        return open(f).read().strip()
     c = candidates()
     if not c:
         raise SystemExit('no usable guest kernel: need /boot/vmlinuz-<ver>-amd64 with '
@@ -50,11 +90,61 @@ def others():
 
 
 def vmlinuz(ver):
-    return '/boot/vmlinuz-%s' % ver
+    d = named().get(ver)
+    return os.path.join(d, 'vmlinuz') if d else '/boot/vmlinuz-%s' % ver
 
 
 def kdir(ver):
-    return '/usr/src/linux-headers-%s' % ver
+    d = named().get(ver)
+    return os.path.join(d, 'build') if d else '/usr/src/linux-headers-%s' % ver
+
+
+def modroot(ver):
+    """The root its /lib/modules/<ver> is under ('/' for Debian's)."""
+    d = named().get(ver)
+    return os.path.join(d, 'modroot') if d else '/'
+
+
+def _fragment_words(d, key):
+    """Values of the `# key: value` lines of a named kernel's fragments (the
+    repository's: comments do not make the kernel rebuild)."""
+    out = []
+    kdir_ = os.path.join(REPO, 'scripts', 'kernel')
+    name = os.path.basename(d)
+    lines = open(os.path.join(kdir_, 'guest.config')).readlines()
+    if os.path.exists(os.path.join(kdir_, name + '.config')) and name != 'guest':
+        lines += open(os.path.join(kdir_, name + '.config')).readlines()
+    for line in lines:
+        m = re.match(r'#\s*%s:\s*(.*\S)' % key, line)
+        if m:
+            out.append(m.group(1))
+    return out
+
+
+def timeout_scale(ver):
+    """How much slower than Debian's kernel a named kernel runs the suite."""
+    d = named().get(ver)
+    w = _fragment_words(d, 'timeout-scale') if d else []
+    return float(w[-1]) if w else 1.0
+
+
+def machine(kernel):
+    """QEMU -machine value for a kernel: a named kernel's `# machine:` line,
+    else pc."""
+    for d in named().values():
+        if os.path.realpath(os.path.join(d, 'vmlinuz')) == os.path.realpath(kernel):
+            w = _fragment_words(d, 'machine')
+            return w[-1] if w else 'pc'
+    return 'pc'
+
+
+def boot_args(kernel):
+    """Kernel command line words a named kernel's fragments ask for, by the
+    path of its image ('' for Debian's)."""
+    for d in named().values():
+        if os.path.realpath(os.path.join(d, 'vmlinuz')) == os.path.realpath(kernel):
+            return ' '.join(_fragment_words(d, 'cmdline'))
+    return ''
 
 
 if __name__ == '__main__':

@@ -11,10 +11,14 @@ import signal
 import subprocess
 import time
 
+import kver
 from qmp import QMP, QMPError
 
+# BUG: also starts KASAN, KFENCE and KCSAN reports; WARNING: lockdep's and
+# DEBUG_OBJECTS' (ODEBUG) ones
 BAD_PATTERNS = ['BUG:', 'WARNING:', 'Oops', 'Call Trace', 'hung_task', 'soft lockup',
-                'hard LOCKUP', 'Kernel panic']
+                'hard LOCKUP', 'Kernel panic', 'UBSAN:', 'ODEBUG:', 'INFO: possible',
+                'general protection fault']
 _BAD_RE = re.compile('|'.join(re.escape(p) for p in BAD_PATTERNS))
 # seconds a guest gets to power off after printing a FAIL verdict
 FAIL_GRACE = 20
@@ -218,8 +222,9 @@ class Result:
 class Guest:
     def __init__(self, name, outdir, kernel, initrd, disks=(), driver='vbblk', mem=1024,
                  smp=2, timeout=300, imgdir=None, append='', actions=None, extra_args=(),
-                 vbblk_params=''):
+                 vbblk_params='', hotplug=False):
         self.name = name
+        self.hotplug = hotplug    # hot-unplugs: i440fx whatever the kernel's `# machine:` says
         self.outdir = outdir
         self.kernel = kernel
         self.initrd = initrd
@@ -266,7 +271,7 @@ class Guest:
     def cmdline(self):
         accel = choose_accel()
         cmd = ['qemu-system-x86_64', '-nodefaults', '-nographic', '-no-reboot',
-               '-machine', 'pc', '-accel', 'kvm' if accel == 'kvm' else 'tcg,thread=multi',
+               '-machine', 'pc' if self.hotplug else kver.machine(self.kernel), '-accel', 'kvm' if accel == 'kvm' else 'tcg,thread=multi',
                '-cpu', 'host' if accel == 'kvm' else 'max',
                '-smp', str(self.smp), '-m', str(self.mem),
                '-kernel', self.kernel, '-initrd', self.initrd,
@@ -276,7 +281,9 @@ class Guest:
                                     'vbtoken=%s' % self.token] +
                                    (['vbparams=%s' % ','.join(self.vbblk_params.split())]
                                     if self.vbblk_params else []) +
-                                   ([self.append] if self.append else [])),
+                                   ([self.append] if self.append else []) +
+                                   ([kver.boot_args(self.kernel)]
+                                    if kver.boot_args(self.kernel) else [])),
                '-serial', 'file:%s' % self.console, '-monitor', 'none',
                '-qmp', 'unix:%s,server=on,wait=off' % self.qmp_path,
                '-nic', 'none',
