@@ -7,6 +7,11 @@ KVER=$(uname -r)
 # the device side (tests/lib/vm.py SIDES): main, iothread or vhost-user
 VBSIDE=$(sed -n 's/.*vbside=\([^ ]*\).*/\1/p' /proc/cmdline)
 VBSIDE=${VBSIDE:-main}
+# how much slower than Debian's this kernel is (tests/run: vbscale=, from the
+# timeout scale of a kernel of scripts/build-kernel.sh): the deadlines of
+# disk_by_serial and wait_gone stretch by it
+VBSCALE=$(sed -n 's/.*vbscale=\([0-9]*\).*/\1/p' /proc/cmdline)
+VBSCALE=${VBSCALE:-1}
 VBBLK_KO=/lib/modules/$KVER/extra/vbblk.ko
 
 # busybox-static's sh runs its own applets before searching PATH; use the real
@@ -69,7 +74,7 @@ drv_loaded() { [ -d "/sys/module/$DRIVER" ]; }
 # (a vhost-user disk has no serial of its own: /host/disks.map gives its PCI
 # address instead)
 disk_by_serial() {
-	_s=$1 _t=${2:-20}
+	_s=$1 _t=$((${2:-20} * VBSCALE))
 	_i=0
 	_pci=$(awk -v s="$_s" '$1 == s { print $2 }' /host/disks.map 2>/dev/null)
 	while [ $_i -lt $((_t * 10)) ]; do
@@ -93,6 +98,9 @@ disk_by_serial() {
 		_i=$((_i + 1))
 	done
 	echo "[$VBTEST] FAIL: no disk with serial '$_s' after ${_t}s" >&2
+	for _f in /sys/block/*/serial; do
+		[ -e "$_f" ] && echo "$_f: $(cat "$_f" 2>&1)" >&2
+	done
 	ls /sys/block >&2
 	return 1
 }
@@ -100,7 +108,9 @@ disk_by_serial() {
 # wait_gone vdX [TIMEOUT_S]
 wait_gone() {
 	_i=0
-	while [ -e "/sys/block/$1" ] && [ $_i -lt $((${2:-10} * 10)) ]; do sleep 0.1; _i=$((_i + 1)); done
+	while [ -e "/sys/block/$1" ] && [ $_i -lt $((${2:-10} * 10 * VBSCALE)) ]; do
+		sleep 0.1; _i=$((_i + 1))
+	done
 	[ ! -e "/sys/block/$1" ]
 }
 

@@ -82,7 +82,7 @@ sleep 3
 held $d2 device_del
 log "QMP device_del unplug2 during I/O"
 hostcmd device_del unplug2 > /dev/null || fail "device_del failed"
-wait_gone $d2 60 || fail "$d2 still present 60s after device_del"
+wait_gone $d2 60 || fail "$d2 still present $((60 * VBSCALE))s after device_del"
 waitpid_t $pid 60
 
 drv_unload
