@@ -132,7 +132,7 @@ if [ -d $FS ]; then
 fi
 arm pct 20
 o=$(vbfail aio /dev/$d 8M 4096 11 2>&1) || { disarm; echo "$o"; fail "writes under injection"; }
-log "$o; drv_fail: $(cat $DF)${FS:+; failslab on the writer: $([ -d $FS ] && echo yes || echo no)}"
+log "$o; drv_fail: $(cat $DF); failslab on the writer: $([ -d $FS ] && echo yes || echo no)"
 disarm
 [ -d $FS ] && echo 0 > $FS/probability
 must vbtool check /dev/$d 0 1M 7

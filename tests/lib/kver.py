@@ -9,6 +9,7 @@ kcsan, guest) instead: ensure_built() builds it (or finds it cached), and
 vmlinuz/kdir/modroot of its release point into the cache. A named kernel
 runs slower than Debian's (KASAN, lockdep, KCSAN): its fragment's
 `# timeout-scale: N` line scales every test timeout (timeout_scale())."""
+import functools
 import glob
 import os
 import re
@@ -41,7 +42,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BUILD = os.path.join(REPO, 'scripts', 'build-kernel.sh')
 
 
+@functools.lru_cache(maxsize=None)
 def cache_dir(name):
+    """The cache directory scripts/build-kernel.sh gives kernel name."""
     return subprocess.run([BUILD, '--path', name], capture_output=True, text=True,
                           check=True).stdout.strip()
 
@@ -128,23 +131,27 @@ def timeout_scale(ver):
     return float(w[-1]) if w else 1.0
 
 
+def _named_dir(kernel):
+    """The cache directory of the named kernel whose image is kernel, or None."""
+    for d in named().values():
+        if os.path.realpath(os.path.join(d, 'vmlinuz')) == os.path.realpath(kernel):
+            return d
+    return None
+
+
 def machine(kernel):
     """QEMU -machine value for a kernel: a named kernel's `# machine:` line,
     else pc."""
-    for d in named().values():
-        if os.path.realpath(os.path.join(d, 'vmlinuz')) == os.path.realpath(kernel):
-            w = _fragment_words(d, 'machine')
-            return w[-1] if w else 'pc'
-    return 'pc'
+    d = _named_dir(kernel)
+    w = _fragment_words(d, 'machine') if d else []
+    return w[-1] if w else 'pc'
 
 
 def boot_args(kernel):
     """Kernel command line words a named kernel's fragments ask for, by the
     path of its image ('' for Debian's)."""
-    for d in named().values():
-        if os.path.realpath(os.path.join(d, 'vmlinuz')) == os.path.realpath(kernel):
-            return ' '.join(_fragment_words(d, 'cmdline'))
-    return ''
+    d = _named_dir(kernel)
+    return ' '.join(_fragment_words(d, 'cmdline')) if d else ''
 
 
 if __name__ == '__main__':

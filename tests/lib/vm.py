@@ -295,8 +295,10 @@ class Guest:
 
     def cmdline(self):
         accel = choose_accel()
+        boot_args = kver.boot_args(self.kernel)
         cmd = ['qemu-system-x86_64', '-nodefaults', '-nographic', '-no-reboot',
-               '-machine', 'pc' if self.hotplug else kver.machine(self.kernel), '-accel', 'kvm' if accel == 'kvm' else 'tcg,thread=multi',
+               '-machine', 'pc' if self.hotplug else kver.machine(self.kernel),
+               '-accel', 'kvm' if accel == 'kvm' else 'tcg,thread=multi',
                '-cpu', 'host' if accel == 'kvm' else 'max',
                '-smp', str(self.smp), '-m', str(self.mem),
                '-kernel', self.kernel, '-initrd', self.initrd,
@@ -307,8 +309,7 @@ class Guest:
                                    (['vbparams=%s' % ','.join(self.vbblk_params.split())]
                                     if self.vbblk_params else []) +
                                    ([self.append] if self.append else []) +
-                                   ([kver.boot_args(self.kernel)]
-                                    if kver.boot_args(self.kernel) else [])),
+                                   ([boot_args] if boot_args else [])),
                '-serial', 'file:%s' % self.console, '-monitor', 'none',
                '-qmp', 'unix:%s,server=on,wait=off' % self.qmp_path,
                '-nic', 'none',
