@@ -15,6 +15,9 @@
 #            task makes (plug callbacks, indirect descriptor tables, sg
 #            tables, the block layer's own): no write may fail, every
 #            write reads back
+#   resize   the disk grows during those writes, then again with every
+#            allocation of vbblk's failing: the new size shows, and writes
+#            past the old end, under injection, read back
 #   freeze   suspend/resume (pm_test=devices) with vbblk's N-th allocation
 #            failing, for every N: the disk verifies after each, or, where
 #            the restore failed, after a rebind
@@ -131,10 +134,37 @@ if [ -d $FS ]; then
 	echo -1 > $FS/times
 fi
 arm pct 20
-o=$(vbfail aio /dev/$d 8M 4096 11 2>&1) || { disarm; echo "$o"; fail "writes under injection"; }
+vbfail aio /dev/$d 8M 4096 11 > /tmp/aio.out 2>&1 &
+aio=$!
+# the disk grows while those writes fail and retry
+hostcmd resize fi 80M > /dev/null || { disarm; fail "host block_resize failed"; }
+rc=0
+wait $aio || rc=$?
+o=$(cat /tmp/aio.out)
+[ $rc = 0 ] || { disarm; echo "$o"; fail "writes under injection"; }
 log "$o; drv_fail: $(cat $DF); failslab on the writer: $([ -d $FS ] && echo yes || echo no)"
 disarm
 [ -d $FS ] && echo 0 > $FS/probability
+must vbtool check /dev/$d 0 1M 7
+
+# --- resize: the config-change work makes no allocation of vbblk's own
+# (the uevent is the kernel's): with every one of them failing, the disk
+# still grows
+arm pct 100
+hostcmd resize fi 96M > /dev/null || { disarm; fail "host block_resize failed"; }
+i=0
+while [ "$(sysblk $d size)" != $((96 << 11)) ]; do
+	i=$((i + 1))
+	[ $i -lt $((300 * VBSCALE)) ] || { disarm; fail "size still $(sysblk $d size) after the resize"; }
+	sleep 0.1
+done
+log "resize: $(seen) allocations of vbblk's while the disk grew to 96M"
+disarm
+# the grown end takes writes under injection too
+arm pct 20
+o=$(vbfail aio /dev/$d 88M 2048 13 2>&1) || { disarm; echo "$o"; fail "writes past the old end"; }
+disarm
+log "past the old end: $o"
 must vbtool check /dev/$d 0 1M 7
 
 # --- freeze/restore (9pnet_virtio cannot resume: let go of the host share)

@@ -201,8 +201,8 @@ def _faultinject():
     drv_fail: the N-th kmalloc/kvmalloc/alloc_percpu called from vbblk's code, for every N)
     during probe, GET_ID, SG_IO (INQUIRY, READ, WRITE, UNMAP) and suspend/resume, and
     20 % of them (plus, on a failslab kernel, of every slab allocation the writer makes)
-    during plugged O_DIRECT writes: each ends in a clean error or a retry, and the data
-    verifies. SKIP from 6.10, where the allocators are not probed"""
+    during plugged O_DIRECT writes while the disk grows (twice): each ends in a clean error
+    or a retry, and the data verifies. SKIP from 6.10, where the allocators are not probed"""
     return [Disk('fi', '64M', serial='FI-1', props={'num-queues': 2, 'discard': 'on'})]
 
 
