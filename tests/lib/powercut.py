@@ -30,6 +30,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 STREAMS = ('dsync', 'fdatasyn', 'fsync', 'extdsync')
 _ACK = re.compile(r'^ACK (\w+) (\d+)$')
 _CHECKED = re.compile(r'pcrec: (\w+): (\d+) acknowledged records checked')
+# QEMU's own deaths, not the harness's SIGKILL
+QEMU_CRASH = (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGILL)
 
 
 def _build_plugin(outdir):
@@ -48,6 +50,24 @@ def _lines(path):
     return data.split('\n')[:-1]
 
 
+def _take_acks(lines, acked):
+    """The newest record of each stream a boot acknowledged."""
+    for l in lines:
+        m = _ACK.match(l.strip())
+        if m and m.group(1) in acked:
+            acked[m.group(1)] = max(acked[m.group(1)], int(m.group(2)))
+
+
+def _wait_cut(stats, n):
+    """Whether nbdkit has recorded n cuts: it applies one when it sees the
+    connection close."""
+    for _ in range(100):
+        if len(_lines(stats)) >= n:
+            return True
+        time.sleep(0.1)
+    return False
+
+
 def run(outdir, ctx, cuts=None, keep='random'):
     cuts = cuts if cuts is not None else int(os.environ.get('POWERCUTS', '6'))
     seed = int(os.environ.get('POWERCUT_SEED', '0')) or int(time.time())
@@ -63,18 +83,23 @@ def run(outdir, ctx, cuts=None, keep='random'):
     summary = ['seed %d, %d cuts, params "%s"' % (seed, cuts, ctx['params'])]
     acked = {s: -1 for s in STREAMS}
     checked = {s: 0 for s in STREAMS}
+    crashes = []
     try:
         if not sock:
             return 'nbdkit did not start (see nbdkit.log)'
-        for i in range(cuts + 1):
+        i = 0
+        while i <= cuts:
             final = i == cuts
-            bdir = os.path.join(outdir, 'boot%03d' % i)
+            bdir = os.path.join(outdir, 'boot%03d' % i + ('.%d' % len(crashes) if crashes else ''))
             disk = Disk('pc', backend='nbd', serial='PC-1')
             disk.path = sock
+            timers = []
 
             def cut(guest, *args):
                 delay = rnd.uniform(0.5, 4.0)
-                threading.Timer(delay, lambda: os.killpg(guest.proc.pid, signal.SIGKILL)).start()
+                timers.append(threading.Timer(delay, lambda: os.killpg(guest.proc.pid,
+                                                                       signal.SIGKILL)))
+                timers[-1].start()
                 return 'in %.1fs\n' % delay
 
             g = Guest('powercut', bdir, ctx['kernel'], ctx['initrd'], disks=[disk],
@@ -89,10 +114,24 @@ def run(outdir, ctx, cuts=None, keep='random'):
             if final:
                 open(os.path.join(g.share, 'pc.final'), 'w').close()
             res = g.run()
+            for t in timers:
+                t.cancel()
             lines = _lines(g.console)
             bad = [l for l in lines if _BAD_RE.search(l)]
             if bad:
                 return 'boot %d: kernel problem: %s' % (i, bad[0].strip()[:200])
+            if -(g.proc.returncode or 0) in QEMU_CRASH:
+                # QEMU itself died (seen once: a SIGSEGV at guest time 1.3 s,
+                # before any driver loaded): to the disk that is one more
+                # power cut, so keep what this boot acknowledged and boot
+                # again; a second crash in one run fails
+                crashes.append('boot %d: QEMU died of signal %d' % (i, -g.proc.returncode))
+                if len(crashes) > 1:
+                    return '; '.join(crashes)
+                _take_acks(lines, acked)
+                if not _wait_cut(stats, i + len(crashes)):
+                    return 'nbdkit did not record the crash at boot %d' % i
+                continue
             for l in lines:
                 m = _CHECKED.search(l)
                 if m:
@@ -106,17 +145,10 @@ def run(outdir, ctx, cuts=None, keep='random'):
                 break
             if g.proc.returncode != -signal.SIGKILL:
                 return 'boot %d was not cut (%s)' % (i, res.reason)
-            for l in lines:
-                m = _ACK.match(l.strip())
-                if m and m.group(1) in acked:
-                    acked[m.group(1)] = max(acked[m.group(1)], int(m.group(2)))
-            # nbdkit applies the cut when it sees the connection close
-            for _ in range(100):
-                if len(_lines(stats)) > i:
-                    break
-                time.sleep(0.1)
-            else:
+            _take_acks(lines, acked)
+            if not _wait_cut(stats, i + 1 + len(crashes)):
                 return 'nbdkit did not record cut %d' % (i + 1)
+            i += 1
         st = _lines(stats)
         dirty = sum(int(l.split()[1]) for l in st)
         kept = sum(int(l.split()[3]) for l in st)
@@ -124,6 +156,7 @@ def run(outdir, ctx, cuts=None, keep='random'):
                        'unflushed sectors at the cuts: %d, of which written back: %d'
                        % (cuts, ', '.join('%s %d' % (s, checked[s]) for s in STREAMS),
                           sum(checked.values()), dirty, kept))
+        summary += ['%s, taken as one more cut' % c for c in crashes]
         return None
     finally:
         _stop_nbdkit(nbd)
