@@ -562,10 +562,12 @@ def _bench_smoke(outdir, ctx=None):
             k = sorted(r['kinsn'] or 0 for r in cell['rounds'])
             if k[0] <= 0:
                 return '%s %s: instruction counter gave %s' % (unit, cfg, k)
-            # two repeats of a cell agree within 2 % (a round may be an outlier)
+            # two repeats of a cell agree within 10 % (a round may be an
+            # outlier): a broken counter is off by far more, while a busy
+            # host moved vhost-user's count by 3 % between rounds in CI
             best = min((b - a) / a for a, b in zip(k, k[1:]))
-            if best > 0.02:
-                return '%s %s: no two rounds within 2%%: %s' % (unit, cfg, [round(x) for x in k])
+            if best > 0.10:
+                return '%s %s: no two rounds within 10%%: %s' % (unit, cfg, [round(x) for x in k])
             # the device side's own counters reached the report
             for key in ('requests_per_io', 'notifies_per_io'):
                 if not cell.get(key):
