@@ -72,14 +72,15 @@ drv_loaded() { [ -d "/sys/module/$DRIVER" ]; }
 
 # disk_by_serial SERIAL [TIMEOUT_S]: echo the vdX name of the disk with that serial
 # (a vhost-user disk has no serial of its own: /host/disks.map gives its PCI
-# address instead)
+# address instead, or that of the root port it sits behind)
 disk_by_serial() {
 	_s=$1 _t=$((${2:-20} * VBSCALE))
 	_i=0
 	_pci=$(awk -v s="$_s" '$1 == s { print $2 }' /host/disks.map 2>/dev/null)
 	while [ $_i -lt $((_t * 10)) ]; do
 		if [ -n "$_pci" ]; then
-			for _b in /sys/bus/pci/devices/$_pci/virtio*/block/vd*; do
+			for _b in /sys/bus/pci/devices/$_pci/virtio*/block/vd* \
+				/sys/bus/pci/devices/$_pci/0000:*/virtio*/block/vd*; do
 				[ -e "$_b" ] || continue
 				_d=${_b##*/}
 				if [ -b "/dev/$_d" ]; then echo "$_d"; return 0; fi

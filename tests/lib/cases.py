@@ -28,8 +28,9 @@ class Test:
         # measures (bench_smoke): a full run's background kernel build is
         # paused meanwhile, since a busy host moves instruction counts too
         self.quiet = quiet
-        # hot-unplugs (device_del): boot i440fx ('pc') where a named
-        # kernel's `# machine:` says q35, which cannot unplug from its root bus
+        # hot-unplugs (device_del): where a named kernel's `# machine:` says
+        # q35, which cannot unplug from its root bus, each disk sits behind
+        # a PCIe root port
         self.hotplug = hotplug
         # boot with kmemleak=on where a kernel has kmemleak off by default
         # (KERNEL=debug): the guest's init then fails the test on a leak

@@ -171,13 +171,15 @@ class Disk:
                 '--trace', 'enable=luring_process_completion',
                 '--trace', 'enable=blk_co_preadv', '--trace', 'enable=blk_co_pwritev']
 
-    def qemu_args(self, imgdir, outdir=None):
+    def qemu_args(self, imgdir, outdir=None, port=None):
+        """QEMU arguments for the disk; port: the id of a PCIe root port to
+        put it behind (its slot then takes the disk's PCI address)."""
+        at = ['bus=%s' % port] if port else []
         if self.side == 'vhost-user':
             p = self.vu_paths(outdir)
             # num-queues: the device's default asks for more than the daemon serves
-            dev = ['vhost-user-blk-pci', 'chardev=vu-%s' % self.id, 'id=%s' % self.id,
-                   'addr=0x%x' % self.vu_slot,
-                   'num-queues=%d' % self.queues]
+            dev = ['vhost-user-blk-pci', 'chardev=vu-%s' % self.id, 'id=%s' % self.id] + \
+                (at or ['addr=0x%x' % self.vu_slot]) + ['num-queues=%d' % self.queues]
             for k, v in self.props.items():
                 if k != 'num-queues':
                     dev.append('%s=%s' % (k, v))
@@ -213,7 +215,7 @@ class Disk:
             elif self.backend != 'raw':
                 raise ValueError('unknown backend %s' % self.backend)
         dev = ['virtio-blk-pci', 'drive=%s' % self.id, 'id=%s' % self.id,
-               'serial=%s' % self.serial, 'write-cache=%s' % wce]
+               'serial=%s' % self.serial, 'write-cache=%s' % wce] + at
         if self.side == 'iothread':
             args += ['-object', 'iothread,id=io-%s' % self.id]
             dev.append('iothread=io-%s' % self.id)
@@ -249,7 +251,7 @@ class Guest:
                  smp=2, timeout=300, imgdir=None, append='', actions=None, extra_args=(),
                  vbblk_params='', hotplug=False):
         self.name = name
-        self.hotplug = hotplug    # hot-unplugs: i440fx whatever the kernel's `# machine:` says
+        self.hotplug = hotplug    # hot-unplugs: on q35, each disk behind a PCIe root port
         self.outdir = outdir
         self.kernel = kernel
         self.initrd = initrd
@@ -296,8 +298,9 @@ class Guest:
     def cmdline(self):
         accel = choose_accel()
         boot_args = kver.boot_args(self.kernel)
+        machine = kver.machine(self.kernel)
         cmd = ['qemu-system-x86_64', '-nodefaults', '-nographic', '-no-reboot',
-               '-machine', 'pc' if self.hotplug else kver.machine(self.kernel),
+               '-machine', machine,
                '-accel', 'kvm' if accel == 'kvm' else 'tcg,thread=multi',
                '-cpu', 'host' if accel == 'kvm' else 'max',
                '-smp', str(self.smp), '-m', str(self.mem),
@@ -319,8 +322,19 @@ class Guest:
             # the daemon maps guest RAM: it must be shared memory
             cmd += ['-object', 'memory-backend-memfd,id=mem,size=%dM,share=on' % self.mem,
                     '-numa', 'node,memdev=mem']
-        for d in self.disks:
-            cmd += d.qemu_args(self.imgdir, self.outdir)
+        # q35 unplugs nothing from its root bus: a disk a test unplugs sits
+        # behind a root port, and native PCIe hotplug (no ACPI, whose AML
+        # crawls under KASAN) removes it
+        ports = self.hotplug and machine != 'pc'
+        if ports:
+            cmd += ['-global', 'ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off']
+        for i, d in enumerate(self.disks):
+            port = None
+            if ports:
+                port = 'rp-%s' % d.id
+                cmd += ['-device', 'pcie-root-port,id=%s,chassis=%d,slot=%d' % (port, i + 1, i + 1)
+                        + (',addr=0x%x' % d.vu_slot if d.vu_slot is not None else '')]
+            cmd += d.qemu_args(self.imgdir, self.outdir, port)
         return cmd + self.extra_args
 
     # ---- vhost-user-blk daemons ------------------------------------------
