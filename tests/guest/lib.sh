@@ -103,6 +103,7 @@ disk_by_serial() {
 		[ -e "$_f" ] && echo "$_f: $(cat "$_f" 2>&1)" >&2
 	done
 	ls /sys/block >&2
+	ls -l /dev/vd* >&2	# a regular file there keeps devtmpfs from making the node
 	return 1
 }
 

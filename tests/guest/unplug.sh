@@ -32,9 +32,13 @@ held() {
 	log "$1: $(merged $1) bios merged so far"
 }
 
-stream() { # stream DEV: background sequential writes
-	fio --name=stream --filename=/dev/$1 --direct=1 --ioengine=libaio --iodepth=32 \
-		--rw=write --bs=4k --size=48m --loops=100 > /tmp/fio-$1.out 2>&1 &
+# stream DEV: background sequential writes. Each loop opens /dev/DEV again:
+# once the disk is gone fio would create a regular file of that name, which
+# then keeps devtmpfs from making the node when the disk comes back
+stream() {
+	fio --name=stream --filename=/dev/$1 --allow_file_create=0 --direct=1 \
+		--ioengine=libaio --iodepth=32 --rw=write --bs=4k --size=48m --loops=100 \
+		> /tmp/fio-$1.out 2>&1 &
 	echo $!
 }
 waitpid_t() { # waitpid_t PID SECONDS: the process must end in time

@@ -55,8 +55,9 @@ expect_eq "the slow write, after rebind" "$(dd if=/dev/$d bs=1M skip=40 count=1 
 log "killing the daemon under writes"
 [ "$DRIVER" = vbblk ] && echo 10 > /sys/module/vbblk/parameters/remove_timeout
 touch /tmp/.allow_io_errors
-fio --name=dying --filename=/dev/$d --rw=randwrite --bs=4k --size=32m --direct=1 \
-	--ioengine=libaio --iodepth=32 --time_based --runtime=300 > /tmp/fio-dying.out 2>&1 &
+fio --name=dying --filename=/dev/$d --allow_file_create=0 --rw=randwrite --bs=4k --size=32m \
+	--direct=1 --ioengine=libaio --iodepth=32 --time_based --runtime=300 \
+	> /tmp/fio-dying.out 2>&1 &
 pid=$!
 sleep 3
 kill -0 $pid 2>/dev/null || { cat /tmp/fio-dying.out; fail "fio ended before the kill"; }
