@@ -298,7 +298,7 @@ def _cpu_offline():
     return [Disk('cpuoff', '64M', serial='CPU-1')]
 
 
-@test('unplug', hotplug=True, timeout=360)
+@test('unplug', hotplug=True, leaks=True, timeout=360)
 def _unplug():
     """unbind and QMP device_del during streaming writes: no hang, no oops; unload after"""
     return [Disk('unplug1', '64M', serial='UNPLUG-1'), Disk('unplug2', '64M', serial='UNPLUG-2')]
