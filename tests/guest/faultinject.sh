@@ -9,12 +9,19 @@
 #   SG_IO    INQUIRY, READ(10), WRITE(10), UNMAP through tests/tools/vbfail,
 #            the same way; afterwards a WRITE through SG_IO reads back
 #            through the block device
+#   kernel   on kernels with failslab and fail_page_alloc (KERNEL=debug):
+#            the same SG_IOs, plus a READ and a WRITE of 64 KiB from a
+#            misaligned buffer (bounced through pages the block layer
+#            allocates), with the N-th slab or page allocation of the ioctl
+#            failing (fail-nth), for every N it makes: each ends in an
+#            error or in a success that moved the right data, and the next
+#            SG_IO works
 #   I/O      4096 verified O_DIRECT writes in plugged batches of 8, with 20 %
 #            of vbblk's allocations failing and, on kernels with failslab
 #            (KERNEL=debug), 20 % of every slab allocation the writer's
 #            task makes (plug callbacks, indirect descriptor tables, sg
-#            tables, the block layer's own): no write may fail, every
-#            write reads back
+#            tables, the block layer's own) and 20 % of its kernel page
+#            allocations: no write may fail, every write reads back
 #   resize   the disk grows during those writes, then again with every
 #            allocation of vbblk's failing: the new size shows, and writes
 #            past the old end, under injection, read back
@@ -123,16 +130,47 @@ expect_eq "SG_IO WRITE read back" "$(dd if=/dev/$d bs=4096 skip=1024 count=1 ifl
 	od -An -tx1 -v | tr -s ' \n' '\n\n' | sort -u | tr -d '\n')" 5a
 must vbtool check /dev/$d 0 1M 7
 
-# --- I/O
+# --- SG_IO, every allocation the kernel makes for it failing in turn
 FS=/sys/kernel/debug/failslab
-if [ -d $FS ]; then
-	echo N > $FS/ignore-gfp-wait
-	echo 0 > $FS/verbose
-	echo Y > $FS/task-filter
-	echo 20 > $FS/probability
-	echo 1 > $FS/interval
-	echo -1 > $FS/times
+FP=/sys/kernel/debug/fail_page_alloc
+if [ -d $FS ] && [ -d $FP ]; then
+	for a in $FS $FP; do
+		echo N > $a/ignore-gfp-wait	# GFP_KERNEL can fail too
+		echo 0 > $a/verbose		# no stack dump per failure
+	done
+	for op in inquiry read write unmap bread bwrite; do
+		n=0 e=0
+		while :; do
+			n=$((n + 1))
+			[ $n -le 2000 ] || fail "SG_IO $op: allocation $n still fails"
+			o=$(vbfail sgio /dev/$d $op $n)
+			case $o in
+			"rc=0 injected=0") break ;;
+			"rc=0 injected=1") ;;
+			"rc="*" injected=1") e=$((e + 1)) ;;
+			*) fail "SG_IO $op with allocation $n failing: $o" ;;
+			esac
+		done
+		o=$(vbfail sgio /dev/$d $op)
+		[ "$o" = rc=0 ] || fail "SG_IO $op after its failures: $o"
+		log "SG_IO $op, kernel allocations: $((n - 1)), $e failed cleanly"
+	done
+	o=$(vbfail sgio /dev/$d write)
+	[ "$o" = rc=0 ] || fail "SG_IO WRITE after the kernel's failures: $o"
+else
+	log "SG_IO, kernel allocations: this kernel has no failslab and fail_page_alloc"
 fi
+
+# --- I/O
+for a in $FS $FP; do
+	[ -d $a ] || continue
+	echo N > $a/ignore-gfp-wait
+	echo 0 > $a/verbose
+	echo Y > $a/task-filter
+	echo 20 > $a/probability
+	echo 1 > $a/interval
+	echo -1 > $a/times
+done
 arm pct 20
 vbfail aio /dev/$d 8M 4096 11 > /tmp/aio.out 2>&1 &
 aio=$!
@@ -142,9 +180,10 @@ rc=0
 wait $aio || rc=$?
 o=$(cat /tmp/aio.out)
 [ $rc = 0 ] || { disarm; echo "$o"; fail "writes under injection"; }
-log "$o; drv_fail: $(cat $DF); failslab on the writer: $([ -d $FS ] && echo yes || echo no)"
+log "$o; drv_fail: $(cat $DF); failslab on the writer: $([ -d $FS ] && echo yes || echo no)" \
+	"fail_page_alloc: $([ -d $FP ] && echo yes || echo no)"
 disarm
-[ -d $FS ] && echo 0 > $FS/probability
+for a in $FS $FP; do [ -d $a ] && echo 0 > $a/probability; done
 must vbtool check /dev/$d 0 1M 7
 
 # --- resize: the config-change work makes no allocation of vbblk's own

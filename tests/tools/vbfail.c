@@ -1,12 +1,22 @@
 /*
  * vbfail - I/O helpers for the faultinject guest test, which injects the
- * failures (tests/kmod/vbfault.ko drv_fail, failslab).
+ * failures (tests/kmod/vbfault.ko drv_fail, failslab, fail_page_alloc).
  *
- *   vbfail sgio DEV OP
+ *   vbfail sgio DEV OP [NTH]
  *	One SG_IO on DEV: OP is inquiry, read (READ(10) of sector 0), write
- *	(WRITE(10) of 8 sectors at sector 8192 with pattern 0x5a) or unmap
- *	(sectors 16384..16391). Prints "rc=ERRNO": the ioctl's errno, 0 when
- *	it succeeded, -1 when it succeeded with a SCSI status other than GOOD.
+ *	(WRITE(10) of 8 sectors at sector 8192 with pattern 0x5a), unmap
+ *	(sectors 16384..16391), or bread and bwrite: a READ(10) and a
+ *	WRITE(10) of 128 sectors at sector 8192 from a buffer one byte off
+ *	alignment, which the block layer copies through pages it allocates.
+ *	Prints "rc=ERRNO": the ioctl's errno, 0 when it succeeded, -1 when it
+ *	succeeded with a SCSI status other than GOOD.
+ *	With NTH, the NTH slab or page allocation the ioctl makes in this
+ *	task fails (/proc/thread-self/fail-nth, on a kernel with failslab and
+ *	fail_page_alloc), and " injected=1" follows where one did,
+ *	" injected=0" where the ioctl made fewer. An SG_IO that succeeded with
+ *	a failure injected must have moved the right data (a read matches the
+ *	same read without injection; a write, in NTH's own pattern, reads
+ *	back), else " wrong-data" follows.
  *   vbfail aio DEV OFFSET COUNT SEED
  *	Write COUNT 4 KiB blocks from OFFSET with O_DIRECT, 8 per io_submit
  *	(the kernel plugs a batch), with this task's make-it-fail set: on a
@@ -39,42 +49,90 @@ static void die(const char *what)
 	exit(2);
 }
 
-static int sgio(int fd, const char *op)
+/*
+ * fail-nth: the NTH fault-injection point this task passes fails (every
+ * kind: slab, pages). Opened before it is armed, since an open allocates.
+ */
+static int arm_nth(int nth)
 {
-	unsigned char cdb[16] = { 0 }, sense[32], buf[8 * 512];
-	struct sg_io_hdr h;
+	int fd = open("/proc/thread-self/fail-nth", O_RDWR);
+	char n[16];
 
+	if (fd < 0)
+		die("/proc/thread-self/fail-nth");
+	snprintf(n, sizeof(n), "%d", nth);
+	if (write(fd, n, strlen(n)) < 0)
+		die("fail-nth");
+	return fd;
+}
+
+/* 1 when the failure was injected (it reads 0), and disarmed either way */
+static int disarm_nth(int fd)
+{
+	char n[16];
+	ssize_t len = pread(fd, n, sizeof(n) - 1, 0);
+
+	if (len <= 0 || write(fd, "0", 1) < 0)
+		die("fail-nth read back");
+	n[len] = 0;
+	close(fd);
+	return atoi(n) == 0;
+}
+
+#define BIG (128 * 512)
+#define BIG_LBA 8192
+
+/* the data buffer of the last sgio(): a big op's is one byte off alignment */
+static unsigned char small[8 * 512], big[BIG + BS] __attribute__((aligned(BS)));
+static unsigned char *data;
+static unsigned int data_len;
+
+/*
+ * One SG_IO of OP; a write's data is FILL bytes, a read's buffer starts as
+ * 0xff (never written). NTH > 0: the NTH allocation in the ioctl fails,
+ * *injected says whether one did.
+ */
+static int sgio(int fd, const char *op, int nth, int fill, int *injected)
+{
+	unsigned char cdb[16] = { 0 }, sense[32];
+	int big_op = !strcmp(op, "bread") || !strcmp(op, "bwrite");
+	int w = !strcmp(op, "write") || !strcmp(op, "bwrite");
+	struct sg_io_hdr h;
+	int fnth, err;
+
+	data = big_op ? big + 1 : small;	/* off alignment: copied, not mapped */
+	data_len = big_op ? BIG : sizeof(small);
+	memset(data, w ? fill : 0xff, data_len);
 	memset(&h, 0, sizeof(h));
-	memset(buf, 0x5a, sizeof(buf));
 	h.interface_id = 'S';
 	h.cmdp = cdb;
 	h.sbp = sense;
 	h.mx_sb_len = sizeof(sense);
 	h.timeout = 30000;
-	h.dxferp = buf;
+	h.dxferp = data;
 	if (!strcmp(op, "inquiry")) {
 		cdb[0] = 0x12;
 		cdb[4] = 96;
 		h.cmd_len = 6;
 		h.dxfer_direction = SG_DXFER_FROM_DEV;
 		h.dxfer_len = 96;
-	} else if (!strcmp(op, "read") || !strcmp(op, "write")) {
-		int w = !strcmp(op, "write");
+	} else if (!strcmp(op, "read") || w || big_op) {
+		int secs = big_op ? BIG / 512 : w ? 8 : 1;
 
 		cdb[0] = w ? 0x2a : 0x28;
-		if (w)
-			cdb[4] = 0x20;	/* LBA 8192 */
-		cdb[8] = w ? 8 : 1;
+		if (w || big_op)
+			cdb[4] = BIG_LBA >> 8;
+		cdb[8] = secs;
 		h.cmd_len = 10;
 		h.dxfer_direction = w ? SG_DXFER_TO_DEV : SG_DXFER_FROM_DEV;
-		h.dxfer_len = w ? 8 * 512 : 512;
+		h.dxfer_len = secs * 512;
 	} else if (!strcmp(op, "unmap")) {
 		/* UNMAP parameter list: one descriptor, LBA 16384, 8 blocks */
-		memset(buf, 0, 24);
-		buf[1] = 22;
-		buf[3] = 16;
-		buf[8 + 6] = 0x40;
-		buf[8 + 11] = 8;
+		memset(data, 0, 24);
+		data[1] = 22;
+		data[3] = 16;
+		data[8 + 6] = 0x40;
+		data[8 + 11] = 8;
 		cdb[0] = 0x42;
 		cdb[8] = 24;
 		h.cmd_len = 10;
@@ -84,9 +142,44 @@ static int sgio(int fd, const char *op)
 		fprintf(stderr, "vbfail: unknown SG_IO op %s\n", op);
 		exit(2);
 	}
-	if (ioctl(fd, SG_IO, &h))
-		return errno;
+	data_len = h.dxfer_len;
+	fnth = nth > 0 ? arm_nth(nth) : -1;
+	err = ioctl(fd, SG_IO, &h) ? errno : 0;
+	if (fnth >= 0)
+		*injected = disarm_nth(fnth);
+	if (err)
+		return err;
 	return (h.status || h.host_status || h.driver_status) ? -1 : 0;
+}
+
+/*
+ * An SG_IO of OP that succeeded although an allocation in it failed: did
+ * it move the right data? A read must match the same read without
+ * injection; a write must read back (a big READ(10) of where it wrote).
+ */
+static int sgio_data_ok(int fd, const char *op, int fill)
+{
+	unsigned int i, len = data_len;
+	unsigned char *got;
+	int inj, ok;
+
+	if (!strcmp(op, "unmap"))
+		return 1;
+	if (!strcmp(op, "write") || !strcmp(op, "bwrite")) {
+		if (sgio(fd, "bread", 0, 0, &inj))
+			return 0;
+		for (i = 0; i < len; i++)
+			if (data[i] != fill)
+				return 0;
+		return 1;
+	}
+	got = malloc(len);
+	if (!got)
+		die("malloc");
+	memcpy(got, data, len);
+	ok = !sgio(fd, op, 0, 0, &inj) && !memcmp(got, data, len);
+	free(got);
+	return ok;
 }
 
 /* a number with an optional K or M suffix (powers of 1024) */
@@ -221,16 +314,23 @@ static int aio(char **argv)
 
 int main(int argc, char **argv)
 {
-	if (argc == 4 && !strcmp(argv[1], "sgio")) {
-		int fd = open(argv[2], O_RDWR);
+	if ((argc == 4 || argc == 5) && !strcmp(argv[1], "sgio")) {
+		int fd = open(argv[2], O_RDWR), nth = argc == 5 ? atoi(argv[4]) : 0;
+		/* each injected write its own pattern, so a lost one shows */
+		int inj = -1, fill = nth ? nth % 251 + 1 : 0x5a, rc;
 
 		if (fd < 0)
 			die(argv[2]);
-		printf("rc=%d\n", sgio(fd, argv[3]));
+		rc = sgio(fd, argv[3], nth, fill, &inj);
+		if (inj < 0)
+			printf("rc=%d\n", rc);
+		else
+			printf("rc=%d injected=%d%s\n", rc, inj,
+			       !rc && inj && !sgio_data_ok(fd, argv[3], fill) ? " wrong-data" : "");
 		return 0;
 	}
 	if (argc == 6 && !strcmp(argv[1], "aio"))
 		return aio(argv);
-	fprintf(stderr, "usage: vbfail sgio DEV OP | aio DEV OFFSET COUNT SEED\n");
+	fprintf(stderr, "usage: vbfail sgio DEV OP [NTH] | aio DEV OFFSET COUNT SEED\n");
 	return 2;
 }
