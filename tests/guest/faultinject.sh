@@ -133,11 +133,12 @@ must vbtool check /dev/$d 0 1M 7
 # --- SG_IO, every allocation the kernel makes for it failing in turn
 FS=/sys/kernel/debug/failslab
 FP=/sys/kernel/debug/fail_page_alloc
+for a in $FS $FP; do
+	[ -d $a ] || continue
+	echo N > $a/ignore-gfp-wait	# GFP_KERNEL can fail too
+	echo 0 > $a/verbose		# no stack dump per failure
+done
 if [ -d $FS ] && [ -d $FP ]; then
-	for a in $FS $FP; do
-		echo N > $a/ignore-gfp-wait	# GFP_KERNEL can fail too
-		echo 0 > $a/verbose		# no stack dump per failure
-	done
 	for op in inquiry read write unmap bread bwrite; do
 		n=0 e=0
 		while :; do
@@ -164,8 +165,6 @@ fi
 # --- I/O
 for a in $FS $FP; do
 	[ -d $a ] || continue
-	echo N > $a/ignore-gfp-wait
-	echo 0 > $a/verbose
 	echo Y > $a/task-filter
 	echo 20 > $a/probability
 	echo 1 > $a/interval
