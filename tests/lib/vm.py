@@ -39,11 +39,11 @@ KNOWN_KERNEL = [
 ]
 
 
-def _block(lines, i, end):
+def _block(lines, i, end, most=150):
     """The lines of the report starting at lines[i], up to the first for
-    which end(line) holds, at most 150."""
+    which end(line) holds, at most most - 1."""
     out = []
-    for b in lines[i + 1:i + 150]:
+    for b in lines[i + 1:i + most]:
         out.append(b)
         if end(b):
             break
@@ -81,7 +81,7 @@ def _bad_lines(text):
         if i in skip or not _BAD_RE.search(l):
             continue
         if 'BUG: KCSAN:' in l:
-            block = _block(lines, i, lambda b: b.strip().endswith('=' * 20))
+            block = _block(lines, i, lambda b: b.strip().endswith('=' * 20), 80)
             if not any(_OURS_RE.search(b) for b in [l] + block):
                 continue
         out.append(l.strip())
