@@ -16,7 +16,7 @@
 #     QD32 stream reaches it as at most 1 request per 4 bios. A held
 #     batch grows only by what the guest sends while the device works, so
 #     the limit is 500 IOPS or an eighth of the rate the guest reached in
-#     4, whichever is less (a debug kernel under TCG sends ~1500/s).
+#     4, whichever is less (a debug kernel under TCG sent 502/s here).
 #  6. batch=0: one request per bio, and a plug of 16 bios costs one notify.
 #  7. max_sectors_kb lowered to 16 at run time: batches of 4 KiB bios hold
 #     at most 4 (it was read once, at probe).
