@@ -48,8 +48,11 @@ check-kdir:
 	@test -n "$(KDIR)" -a -d "$(KDIR)" || \
 		{ echo "no kernel headers found: install linux-headers-amd64 or set KDIR=" >&2; exit 1; }
 
+# scripts/probe-kernel.sh: which APIs KDIR has (vbblk_features.h, cached
+# per kernel); include/vbblk_compat.h keys on them.
 modules: check-kdir
-	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+	@feat=$$($(CURDIR)/scripts/probe-kernel.sh $(KDIR)) && \
+		$(MAKE) -C $(KDIR) M=$(CURDIR) VBBLK_FEATURES_DIR=$$feat modules
 
 # Debian's headers ask for module signing but carry no key: sign only when
 # the configured key is really there, instead of printing SSL errors.
@@ -88,13 +91,14 @@ uninstall-conf:
 # DKMS wants the source in /usr/src/<name>-<version> with a dkms.conf that
 # names the version; a VERSION file stands in for git there.
 DKMS_SRC = $(DESTDIR)/usr/src/vbblk-$(VBBLK_VERSION)
-DKMS_FILES = Makefile Kbuild vbblk.h $(wildcard virtio_*.c vbblk_*.c) include
+DKMS_FILES = Makefile Kbuild vbblk.h $(wildcard virtio_*.c vbblk_*.c) include probe \
+	scripts/probe-kernel.sh
 DKMS_KERNELS ?= $(notdir $(patsubst %/build/,%,$(dir $(wildcard /lib/modules/*/build/Makefile))))
 
 dkms-src:
 	rm -rf $(DKMS_SRC)
 	mkdir -p $(DKMS_SRC)
-	cp -r $(DKMS_FILES) $(DKMS_SRC)/
+	cp -r --parents $(DKMS_FILES) $(DKMS_SRC)/
 	echo $(VBBLK_VERSION) > $(DKMS_SRC)/VERSION
 	sed 's/@VERSION@/$(VBBLK_VERSION)/' dkms.conf.in > $(DKMS_SRC)/dkms.conf
 

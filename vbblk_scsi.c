@@ -235,7 +235,7 @@ static int vbblk_scsi_inquiry(struct vbblk_sg *sg)
 	case 0xb1:				/* block device characteristics */
 		put_unaligned_be16(0x3c, &b[2]);
 		/* "non-rotating" only when the disk is set so in sysfs */
-		if (blk_queue_nonrot(vblk->disk->queue))
+		if (vbblk_queue_nonrot(vblk->disk->queue))
 			put_unaligned_be16(1, &b[4]);
 		break;
 	case 0xb2:				/* logical block provisioning */

@@ -194,8 +194,7 @@ static int vbblk_sg_exec(struct vbblk_sg *sg, u32 type, sector_t sector,
 					 sg->iovec_count, sg->iovec_count,
 					 false, out ? ITER_SOURCE : ITER_DEST);
 	else if (len)
-		err = blk_rq_map_kern(vblk->rq_queue, req, kbuf, len,
-				      GFP_KERNEL);
+		err = vbblk_rq_map_kern(req, kbuf, len, GFP_KERNEL);
 	if (err)
 		goto out_free;
 	bio = req->bio;

@@ -277,7 +277,7 @@ static bool vbblk_fua(struct vbblk *vblk)
  */
 static void vbblk_quiesce(struct vbblk *vblk)
 {
-	blk_mq_freeze_queue(vblk->disk->queue);
+	vbblk_freeze_queue(vblk->disk->queue);
 	if (vblk->mode == VBBLK_MODE_BIO)
 		vbblk_bio_drain(vblk);
 }
@@ -286,7 +286,7 @@ static void vbblk_unquiesce(struct vbblk *vblk)
 {
 	if (vblk->mode == VBBLK_MODE_BIO)
 		WRITE_ONCE(vblk->draining, false);
-	blk_mq_unfreeze_queue(vblk->disk->queue);
+	vbblk_unfreeze_queue(vblk->disk->queue);
 }
 
 static ssize_t cache_type_store(struct device *dev,
@@ -386,9 +386,10 @@ static const struct attribute_group *vbblk_attr_groups[] = {
 
 /* ---- block_device_operations ---- */
 
-static int vbblk_getgeo(struct block_device *bdev, struct hd_geometry *geo)
+static int vbblk_getgeo(vbblk_geo_disk_t *d, struct hd_geometry *geo)
 {
-	struct vbblk *vblk = bdev->bd_disk->private_data;
+	struct gendisk *disk = vbblk_geo_gendisk(d);
+	struct vbblk *vblk = disk->private_data;
 	int err = 0;
 
 	mutex_lock(&vblk->vdev_mutex);
@@ -405,7 +406,7 @@ static int vbblk_getgeo(struct block_device *bdev, struct hd_geometry *geo)
 		/* The customary fake: 64 heads, 32 sectors per track. */
 		geo->heads = 1 << 6;
 		geo->sectors = 1 << 5;
-		geo->cylinders = get_capacity(bdev->bd_disk) >> 11;
+		geo->cylinders = get_capacity(disk) >> 11;
 	}
 	mutex_unlock(&vblk->vdev_mutex);
 	return err;
@@ -946,7 +947,7 @@ static int vbblk_freeze(struct virtio_device *vdev)
 	/* Drain and block new I/O, passthrough too, before the rings go. */
 	vbblk_quiesce(vblk);
 	if (vblk->mode == VBBLK_MODE_BIO)
-		blk_mq_freeze_queue(vblk->rq_queue);
+		vbblk_freeze_queue(vblk->rq_queue);
 	virtio_reset_device(vdev);
 	flush_work(&vblk->config_work);
 	vbblk_del_vqs(vblk);
@@ -975,7 +976,7 @@ static int vbblk_restore(struct virtio_device *vdev)
 	vblk->rings_gone = false;
 	virtio_device_ready(vdev);
 	if (vblk->mode == VBBLK_MODE_BIO)
-		blk_mq_unfreeze_queue(vblk->rq_queue);
+		vbblk_unfreeze_queue(vblk->rq_queue);
 	vbblk_unquiesce(vblk);
 	return 0;
 }

@@ -4,7 +4,6 @@
  * onto virtqueues. It serves the disk in request mode and carries
  * driver-private commands (GET_ID, SG_IO) in every mode.
  */
-#include <linux/blk-mq-virtio.h>
 #include <linux/slab.h>
 
 #include "vbblk.h"
@@ -124,7 +123,7 @@ static blk_status_t vbblk_rq_setup(struct vbblk *vblk, struct request *req,
 	if (unlikely(cmd->retry))
 		*nents = vbblk_bio_map(req->q, req->bio, cmd->sg_table.sgl);
 	else
-		*nents = blk_rq_map_sg(req->q, req, cmd->sg_table.sgl);
+		*nents = vbblk_rq_map_sg(req, cmd->sg_table.sgl);
 	return BLK_STS_OK;
 }
 
@@ -241,7 +240,7 @@ static void vbblk_rq_complete(struct request *req)
 
 /* Every request starts as not being retried; completion keeps it so. */
 static int vbblk_init_request(struct blk_mq_tag_set *set, struct request *req,
-			      unsigned int hctx_idx, unsigned int numa_node)
+			      unsigned int hctx_idx, vbblk_numa_node_t numa_node)
 {
 	struct vbblk_cmd *cmd = blk_mq_rq_to_pdu(req);
 
@@ -271,7 +270,7 @@ static void vbblk_map_queues(struct blk_mq_tag_set *set)
 
 	def->nr_queues = vbblk_io_vqs(vblk);
 	def->queue_offset = 0;
-	blk_mq_virtio_map_queues(def, vblk->vdev, 0);
+	vbblk_map_virtio_queues(def, vblk->vdev);
 	if (set->nr_maps > HCTX_TYPE_POLL) {
 		struct blk_mq_queue_map *poll = &set->map[HCTX_TYPE_POLL];
 
@@ -309,7 +308,7 @@ int vbblk_rq_init_tag_set(struct vbblk *vblk)
 	set->nr_maps = vblk->num_poll_vqs ? HCTX_MAX_TYPES : 1;
 	set->queue_depth = min(vbblk_queue_depth, ring);
 	set->numa_node = NUMA_NO_NODE;
-	set->flags = BLK_MQ_F_SHOULD_MERGE;
+	set->flags = VBBLK_MQ_F_MERGE;
 	set->cmd_size = sizeof(struct vbblk_cmd) +
 			sizeof(struct scatterlist) * VBBLK_INLINE_SG;
 	set->driver_data = vblk;
@@ -347,8 +346,7 @@ int vbblk_rq_get_id(struct vbblk *vblk, char *buf)
 	if (IS_ERR(req))
 		return PTR_ERR(req);
 
-	err = blk_rq_map_kern(vblk->rq_queue, req, buf, VIRTIO_BLK_ID_BYTES,
-			      GFP_KERNEL);
+	err = vbblk_rq_map_kern(req, buf, VIRTIO_BLK_ID_BYTES, GFP_KERNEL);
 	if (!err)
 		err = blk_status_to_errno(blk_execute_rq(req, false));
 	blk_mq_free_request(req);

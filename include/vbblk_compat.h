@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Kernel-version shims. Logic files call these helpers and never test
- * LINUX_VERSION_CODE themselves. Built and tested against 6.1 and 6.12.
+ * Kernel API shims. Logic files call these helpers and never test kernel
+ * features themselves. Each HAVE_* comes from a probe (probe/<name>.c)
+ * that scripts/probe-kernel.sh compiles against the kernel being built for:
+ * the API's presence decides, not a version number, so a distribution
+ * kernel that backported a change builds as it is. The kernel each API
+ * appeared in is in its probe. Tested on 6.1, 6.12 and 7.2.
  */
 #ifndef VBBLK_COMPAT_H
 #define VBBLK_COMPAT_H
@@ -9,18 +13,21 @@
 #include <linux/blk-mq.h>
 #include <linux/blkdev.h>
 #include <linux/device.h>
-#include <linux/version.h>
 #include <linux/virtio_config.h>
 
-#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 1, 0)
-#error "vbblk needs Linux 6.1 or newer"
+#ifdef VBBLK_NO_FEATURES
+#error "build vbblk with its Makefile (make KDIR=...): it probes the kernel first"
+#endif
+#include <vbblk_features.h>
+
+#ifdef HAVE_BLK_MQ_VIRTIO_MAP_QUEUES
+#include <linux/blk-mq-virtio.h>
 #endif
 
-/* 6.12 moved the unaligned access helpers out of asm/. */
-#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 12, 0)
-#include <asm/unaligned.h>
-#else
+#ifdef HAVE_LINUX_UNALIGNED_H
 #include <linux/unaligned.h>
+#else
+#include <asm/unaligned.h>
 #endif
 
 /*
@@ -36,8 +43,9 @@ struct vbblk_features {
 	bool poll;		/* bio-based: ->poll_bio reaps poll queues */
 };
 
-#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 9, 0)
-/* Before 6.9 limits are set one by one on the allocated queue. */
+#if !defined(HAVE_BLK_MQ_ALLOC_DISK_LIM) || !defined(HAVE_BLK_ALLOC_DISK_LIM) || \
+	!defined(HAVE_BLK_MQ_ALLOC_QUEUE)
+/* Where allocation takes no limits, they are set one by one after it. */
 static inline void vbblk_set_limits_old(struct request_queue *q,
 					const struct queue_limits *lim)
 {
@@ -67,17 +75,13 @@ static inline void vbblk_set_limits_old(struct request_queue *q,
 }
 #endif
 
-/* After allocation: what the running kernel did not take with the queue. */
+/* After allocation: the features, where they are queue flags. */
 static inline void vbblk_queue_setup(struct request_queue *q,
-				     const struct queue_limits *lim,
 				     const struct vbblk_features *f)
 {
-#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 11, 0)
-#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 9, 0)
-	vbblk_set_limits_old(q, lim);
-#endif
+#ifndef HAVE_QUEUE_LIMITS_FEATURES
 	blk_queue_write_cache(q, f->write_cache, f->fua);
-	/* A paravirtual disk: no seek penalty (6.11 made that the default). */
+	/* A paravirtual disk: no seek penalty (the default with features). */
 	blk_queue_flag_set(QUEUE_FLAG_VIRT, q);
 	if (f->nowait)
 		blk_queue_flag_set(QUEUE_FLAG_NOWAIT, q);
@@ -88,20 +92,21 @@ static inline void vbblk_queue_setup(struct request_queue *q,
 #endif
 }
 
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 9, 0)
+#if defined(HAVE_BLK_MQ_ALLOC_DISK_LIM) || defined(HAVE_BLK_ALLOC_DISK_LIM) || \
+	defined(HAVE_BLK_MQ_ALLOC_QUEUE)
 /*
- * 6.9 takes the limits at allocation and writes back what it validated,
- * so each allocation gets its own copy; 6.11 wants the features in it.
+ * Allocation takes the limits and writes back what it validated, so each
+ * allocation gets its own copy, with the features where they are limits.
  */
 static inline void vbblk_copy_limits(struct queue_limits *dst,
 				     const struct queue_limits *lim,
 				     const struct vbblk_features *f)
 {
 	*dst = *lim;
-	/* 6.9 refuses segments under a page, which the old setter raised. */
+	/* Validation refuses segments under a page, which the setter raised. */
 	dst->max_segment_size = max_t(unsigned int, dst->max_segment_size,
 				      PAGE_SIZE);
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
+#ifdef HAVE_QUEUE_LIMITS_FEATURES
 	if (f->write_cache)
 		dst->features |= BLK_FEAT_WRITE_CACHE;
 	if (f->fua)
@@ -116,23 +121,24 @@ static inline void vbblk_copy_limits(struct queue_limits *dst,
 }
 #endif
 
-/* 6.9 moved queue limits into an argument of blk_mq_alloc_disk(). */
 static inline struct gendisk *vbblk_alloc_disk(struct blk_mq_tag_set *set,
 					       const struct queue_limits *lim,
 					       const struct vbblk_features *f,
 					       void *queuedata)
 {
 	struct gendisk *disk;
-#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 9, 0)
-	disk = blk_mq_alloc_disk(set, queuedata);
-#else
+#ifdef HAVE_BLK_MQ_ALLOC_DISK_LIM
 	struct queue_limits l;
 
 	vbblk_copy_limits(&l, lim, f);
 	disk = blk_mq_alloc_disk(set, &l, queuedata);
+#else
+	disk = blk_mq_alloc_disk(set, queuedata);
+	if (!IS_ERR(disk))
+		vbblk_set_limits_old(disk->queue, lim);
 #endif
 	if (!IS_ERR(disk))
-		vbblk_queue_setup(disk->queue, lim, f);
+		vbblk_queue_setup(disk->queue, f);
 	return disk;
 }
 
@@ -141,16 +147,18 @@ static inline struct gendisk *vbblk_alloc_bio_disk(const struct queue_limits *li
 						   const struct vbblk_features *f)
 {
 	struct gendisk *disk;
-#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 9, 0)
-	disk = blk_alloc_disk(NUMA_NO_NODE);
-#else
+#ifdef HAVE_BLK_ALLOC_DISK_LIM
 	struct queue_limits l;
 
 	vbblk_copy_limits(&l, lim, f);
 	disk = blk_alloc_disk(&l, NUMA_NO_NODE);
+#else
+	disk = blk_alloc_disk(NUMA_NO_NODE);
+	if (!IS_ERR_OR_NULL(disk))
+		vbblk_set_limits_old(disk->queue, lim);
 #endif
 	if (!IS_ERR_OR_NULL(disk))
-		vbblk_queue_setup(disk->queue, lim, f);
+		vbblk_queue_setup(disk->queue, f);
 	return disk;
 }
 
@@ -161,33 +169,78 @@ static inline struct request_queue *vbblk_alloc_queue(struct blk_mq_tag_set *set
 						      void *queuedata)
 {
 	struct request_queue *q;
-#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 9, 0)
-	q = blk_mq_init_queue(set);
-	if (!IS_ERR(q))
-		q->queuedata = queuedata;
-#else
+#ifdef HAVE_BLK_MQ_ALLOC_QUEUE
 	struct queue_limits l;
 
 	vbblk_copy_limits(&l, lim, f);
 	q = blk_mq_alloc_queue(set, &l, queuedata);
+#else
+	q = blk_mq_init_queue(set);
+	if (!IS_ERR(q)) {
+		q->queuedata = queuedata;
+		vbblk_set_limits_old(q, lim);
+	}
 #endif
 	if (!IS_ERR(q))
-		vbblk_queue_setup(q, lim, f);
+		vbblk_queue_setup(q, f);
 	return q;
 }
 
 /*
- * The write cache switched at run time. 6.11 changes features only by a
- * limits update, with the queue frozen so no I/O sees half of it.
+ * A queue frozen in one call and thawed in another (suspend to resume,
+ * write-cache switch): where freezing saves the task's memalloc flags,
+ * the variants that do not, as there is no one task to restore them in.
+ */
+static inline void vbblk_freeze_queue(struct request_queue *q)
+{
+#ifdef HAVE_BLK_MQ_FREEZE_QUEUE_NOMEMSAVE
+	blk_mq_freeze_queue_nomemsave(q);
+#else
+	blk_mq_freeze_queue(q);
+#endif
+}
+
+static inline void vbblk_unfreeze_queue(struct request_queue *q)
+{
+#ifdef HAVE_BLK_MQ_FREEZE_QUEUE_NOMEMSAVE
+	blk_mq_unfreeze_queue_nomemrestore(q);
+#else
+	blk_mq_unfreeze_queue(q);
+#endif
+}
+
+/* Frozen and thawed within one call: the memalloc flags go back. */
+static inline unsigned int vbblk_freeze_queue_save(struct request_queue *q)
+{
+#ifdef HAVE_BLK_MQ_FREEZE_QUEUE_MEMFLAGS
+	return blk_mq_freeze_queue(q);
+#else
+	blk_mq_freeze_queue(q);
+	return 0;
+#endif
+}
+
+static inline void vbblk_unfreeze_queue_restore(struct request_queue *q,
+						unsigned int memflags)
+{
+#ifdef HAVE_BLK_MQ_FREEZE_QUEUE_MEMFLAGS
+	blk_mq_unfreeze_queue(q, memflags);
+#else
+	blk_mq_unfreeze_queue(q);
+#endif
+}
+
+/*
+ * The write cache switched at run time. Where features are limits they
+ * change only by a limits update, with the queue frozen so no I/O sees
+ * half of it.
  */
 static inline int vbblk_update_write_cache(struct request_queue *q,
 					   bool write_cache, bool fua)
 {
-#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 11, 0)
-	blk_queue_write_cache(q, write_cache, fua);
-	return 0;
-#else
+#ifdef HAVE_QUEUE_LIMITS_FEATURES
 	struct queue_limits lim = queue_limits_start_update(q);
+	unsigned int memflags;
 	int err;
 
 	lim.features &= ~(BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA);
@@ -195,33 +248,35 @@ static inline int vbblk_update_write_cache(struct request_queue *q,
 		lim.features |= BLK_FEAT_WRITE_CACHE;
 	if (fua)
 		lim.features |= BLK_FEAT_FUA;
-	blk_mq_freeze_queue(q);
+	memflags = vbblk_freeze_queue_save(q);
 	err = queue_limits_commit_update(q, &lim);
-	blk_mq_unfreeze_queue(q);
+	vbblk_unfreeze_queue_restore(q, memflags);
 	return err;
+#else
+	blk_queue_write_cache(q, write_cache, fua);
+	return 0;
 #endif
 }
 
-/* 6.11 moved the misaligned flag into lim->flags. */
 static inline bool vbblk_limits_misaligned(const struct queue_limits *lim)
 {
-#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 11, 0)
-	return lim->misaligned;
-#else
+#ifdef HAVE_BLK_FLAG_MISALIGNED
 	return lim->flags & BLK_FLAG_MISALIGNED;
+#else
+	return lim->misaligned;
 #endif
 }
 
-/* 6.3 counts a bio-based I/O's sectors at its end instead of its start. */
+/* A bio-based I/O's sectors are counted at its start or at its end. */
 static inline unsigned long vbblk_start_io_acct(struct block_device *bdev,
 						unsigned int sectors,
 						enum req_op op,
 						unsigned long start_time)
 {
-#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 3, 0)
-	return bdev_start_io_acct(bdev, sectors, op, start_time);
-#else
+#ifdef HAVE_BDEV_START_IO_ACCT_NOSECTORS
 	return bdev_start_io_acct(bdev, op, start_time);
+#else
+	return bdev_start_io_acct(bdev, sectors, op, start_time);
 #endif
 }
 
@@ -229,10 +284,10 @@ static inline void vbblk_end_io_acct(struct block_device *bdev,
 				     enum req_op op, unsigned int sectors,
 				     unsigned long start_time)
 {
-#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 3, 0)
-	bdev_end_io_acct(bdev, op, start_time);
-#else
+#ifdef HAVE_BDEV_END_IO_ACCT_SECTORS
 	bdev_end_io_acct(bdev, op, sectors, start_time);
+#else
+	bdev_end_io_acct(bdev, op, start_time);
 #endif
 }
 
@@ -242,14 +297,14 @@ static inline void vbblk_free_queue(struct request_queue *q)
 	blk_put_queue(q);
 }
 
-/* 6.11 replaced the parallel callback/name arrays with struct virtqueue_info. */
+/* The parallel callback/name arrays, or struct virtqueue_info. */
 static inline int vbblk_find_vqs(struct virtio_device *vdev, unsigned int n,
 				 struct virtqueue *vqs[],
 				 vq_callback_t *callbacks[],
 				 const char * const names[],
 				 struct irq_affinity *desc)
 {
-#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 11, 0)
+#ifndef HAVE_VIRTQUEUE_INFO
 	return virtio_find_vqs(vdev, n, vqs, callbacks, names, desc);
 #else
 	struct virtqueue_info *info;
@@ -269,14 +324,77 @@ static inline int vbblk_find_vqs(struct virtio_device *vdev, unsigned int n,
 #endif
 }
 
-/* 6.5 gave block_device_operations its own open-mode type. */
-#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 5, 0)
-#define vbblk_open_mode_t	fmode_t
-#define VBBLK_OPEN_WRITE	FMODE_WRITE
-#else
+/* block_device_operations' open mode: fmode_t, or its own type. */
+#ifdef HAVE_BLK_MODE_T
 #define vbblk_open_mode_t	blk_mode_t
 #define VBBLK_OPEN_WRITE	BLK_OPEN_WRITE
+#else
+#define vbblk_open_mode_t	fmode_t
+#define VBBLK_OPEN_WRITE	FMODE_WRITE
 #endif
+
+/* ->getgeo is given the block device, or the gendisk. */
+#ifdef HAVE_GETGEO_GENDISK
+#define vbblk_geo_disk_t	struct gendisk
+#define vbblk_geo_gendisk(d)	(d)
+#else
+#define vbblk_geo_disk_t	struct block_device
+#define vbblk_geo_gendisk(b)	((b)->bd_disk)
+#endif
+
+static inline bool vbblk_queue_nonrot(struct request_queue *q)
+{
+#ifdef HAVE_BLK_QUEUE_ROT
+	return !blk_queue_rot(q);
+#else
+	return blk_queue_nonrot(q);
+#endif
+}
+
+/* Queues follow the interrupt affinity of their virtqueues' vectors. */
+static inline void vbblk_map_virtio_queues(struct blk_mq_queue_map *qmap,
+					   struct virtio_device *vdev)
+{
+#ifdef HAVE_BLK_MQ_VIRTIO_MAP_QUEUES
+	blk_mq_virtio_map_queues(qmap, vdev, 0);
+#else
+	blk_mq_map_hw_queues(qmap, &vdev->dev, 0);
+#endif
+}
+
+/* Tag set flags: merging was asked for, until it became the default. */
+#ifdef HAVE_BLK_MQ_F_SHOULD_MERGE
+#define VBBLK_MQ_F_MERGE	BLK_MQ_F_SHOULD_MERGE
+#else
+#define VBBLK_MQ_F_MERGE	0
+#endif
+
+/* blk_mq_ops.init_request's NUMA node: unsigned, or an int. */
+#ifdef HAVE_INIT_REQUEST_INT_NODE
+#define vbblk_numa_node_t	int
+#else
+#define vbblk_numa_node_t	unsigned int
+#endif
+
+static inline int vbblk_rq_map_sg(struct request *rq, struct scatterlist *sgl)
+{
+#ifdef HAVE_BLK_RQ_MAP_SG_NOQUEUE
+	return blk_rq_map_sg(rq, sgl);
+#else
+	return blk_rq_map_sg(rq->q, rq, sgl);
+#endif
+}
+
+/* Map a kernel buffer into a passthrough request. */
+static inline int vbblk_rq_map_kern(struct request *rq, void *buf,
+				    unsigned int len, gfp_t gfp)
+{
+#ifdef HAVE_BLK_RQ_MAP_KERN_NOQUEUE
+	return blk_rq_map_kern(rq, buf, len, gfp);
+#else
+	return blk_rq_map_kern(rq->q, rq, buf, len, gfp);
+#endif
+}
 
 static inline int vbblk_match_name(struct device *dev, const void *name)
 {
