@@ -192,7 +192,7 @@ static struct vbt_req *vbt_req_alloc(struct block_device *bdev,
 		kfree(r);
 		return NULL;
 	}
-	bio_init(r->bio, bdev, r->bio->bi_inline_vecs, n, opf);
+	bio_init(r->bio, bdev, vbt_bio_inline_vecs(r->bio), n, opf);
 	r->bio->bi_iter.bi_sector = sector;
 	r->bio->bi_end_io = vbt_end_io;
 	r->bio->bi_private = r;
@@ -657,7 +657,7 @@ static enum vbt_verdict vbt_case_softirq_full(struct vbt_ctx *c,
 	while (timer_pending(&b.timer))
 		usleep_range(1000, 2000);
 	vbt_timer_delete_sync(&b.timer);
-	destroy_timer_on_stack(&b.timer);
+	vbt_timer_destroy_on_stack(&b.timer);
 	if (!b.in_softirq) {
 		vbt_burst_end(c, g, r);
 		return vbt_say(c, VBT_FAIL, "the timer callback did not run in softirq");
