@@ -3,6 +3,8 @@
 # the repository, for tests/run KERNEL=NAME.
 #
 #   scripts/build-kernel.sh NAME      NAME: debug | kcsan | guest
+#   scripts/build-kernel.sh SERIES    Debian's kernel of that series, e.g. 7.2
+#                                     (scripts/debian-kernel.sh: fetched, not built)
 #   scripts/build-kernel.sh --path NAME   print the cache directory of NAME
 #
 # Config: allnoconfig + scripts/kernel/guest.config + scripts/kernel/NAME.config
@@ -30,7 +32,9 @@ die() { echo "build-kernel: $*" >&2; exit 1; }
 
 [ "${1:-}" = --path ] && { [ -n "${2:-}" ] || die "usage: $0 --path NAME"; echo "$CACHE/$2"; exit 0; }
 NAME=${1:-}
-[ -n "$NAME" ] || die "usage: $0 NAME (debug, kcsan or guest)"
+[ -n "$NAME" ] || die "usage: $0 NAME (debug, kcsan or guest; or a Debian series such as 7.2)"
+# A series number names Debian's own kernel of that series, fetched (not built).
+[[ $NAME =~ ^[0-9]+\.[0-9]+$ ]] && exec "$REPO/scripts/debian-kernel.sh" "$NAME"
 [ "$NAME" = guest ] || [ -f "$FRAGS/$NAME.config" ] ||
 	die "no config fragment $FRAGS/$NAME.config (known: $(cd "$FRAGS" && ls *.config | sed 's/\.config//' | tr '\n' ' '))"
 [ -f "$TARBALL" ] || die "$TARBALL missing (apt-get install linux-source-6.1, or run scripts/install-deps.sh)"

@@ -5,7 +5,8 @@ directories. Override with the KVER environment variable. others() lists the
 remaining usable kernels (the `kernels` test runs a subset on each).
 
 KERNEL=NAME picks a kernel built by scripts/build-kernel.sh NAME (debug,
-kcsan, guest) instead: ensure_built() builds it (or finds it cached), and
+kcsan, guest), or KERNEL=7.2 Debian's own kernel of that series
+(scripts/debian-kernel.sh), instead: ensure_built() builds it (or finds it cached), and
 vmlinuz/kdir/modroot of its release point into the cache. A named kernel
 runs slower than Debian's (KASAN, lockdep, KCSAN): its fragment's
 `# timeout-scale: N` line scales every test timeout (timeout_scale())."""
@@ -112,6 +113,8 @@ def _fragment_words(d, key):
     """Values of the `# key: value` lines of a named kernel's fragments (the
     repository's: comments do not make the kernel rebuild)."""
     out = []
+    if os.path.exists(os.path.join(d, 'debian')):
+        return out      # Debian's own kernel (scripts/debian-kernel.sh): no fragments
     kdir_ = os.path.join(REPO, 'scripts', 'kernel')
     name = os.path.basename(d)
     lines = open(os.path.join(kdir_, 'guest.config')).readlines()
