@@ -425,6 +425,8 @@ static void vbblk_unplug(struct blk_plug_cb *cb, bool from_schedule)
 	}
 	for_each_set_bit(i, p->kick, vblk->num_vqs)
 		vbblk_vq_kick(&vblk->vqs[i]);
+	/* blk_check_plugged() allocated it: count what plugs cost. */
+	vbblk_stat_inc(vblk, VBBLK_STAT_PLUG_CALLBACKS);
 	kfree(p);
 
 	/* Remove may be waiting for the last plug to let go of vblk. */
@@ -706,10 +708,20 @@ static void vbblk_bio_submit_polled(struct vbblk *vblk, struct bio *bio)
 int vbblk_poll_bio(struct bio *bio, struct io_comp_batch *iob,
 		   unsigned int flags)
 {
-	struct vbblk *vblk = bio->bi_bdev->bd_disk->private_data;
+	struct block_device *bdev = READ_ONCE(bio->bi_bdev);
 	blk_qc_t cookie = READ_ONCE(bio->bi_cookie);
+	struct vbblk *vblk;
 
-	/* bio_poll() holds the queue: vblk and its vqs stay. */
+	/*
+	 * A polled bio can complete (another task's poll reaped it) after
+	 * bio_poll() read its bi_bdev: back in the bio cache its bi_bdev is
+	 * NULL, and reused it may be another driver's. Nothing to poll then.
+	 * Reused by one of our disks, it is in flight there, which keeps that
+	 * disk's vqs; else bio_poll() holds the queue: vblk and its vqs stay.
+	 */
+	if (!bdev || bdev->bd_disk->fops->poll_bio != vbblk_poll_bio)
+		return 0;
+	vblk = bdev->bd_disk->private_data;
 	if (cookie >= vblk->num_vqs ||
 	    cookie < vbblk_io_vqs(vblk))
 		return 0;
