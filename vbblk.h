@@ -76,6 +76,7 @@ enum vbblk_stat {
 	VBBLK_STAT_DISPATCH_CPU_OFFLINE,
 	VBBLK_STAT_NOTIFIES,		/* virtqueue notifies sent */
 	VBBLK_STAT_PLUG_DEFERRED,	/* commands whose notify waited for unplug */
+	VBBLK_STAT_PLUG_CALLBACKS,	/* plug callbacks allocated (and run) */
 	VBBLK_STAT_RING_FULL_WAITS,	/* submitter slept for a free command */
 	VBBLK_STAT_PARKED,		/* commands parked on a full ring */
 	VBBLK_STAT_NOWAIT_EAGAIN,	/* REQ_NOWAIT bios ended with EAGAIN */

@@ -47,6 +47,7 @@ VBBLK_STAT_ATTR(dispatch_drain, VBBLK_STAT_DISPATCH_DRAIN);
 VBBLK_STAT_ATTR(dispatch_cpu_offline, VBBLK_STAT_DISPATCH_CPU_OFFLINE);
 VBBLK_STAT_ATTR(notifies, VBBLK_STAT_NOTIFIES);
 VBBLK_STAT_ATTR(plug_deferred, VBBLK_STAT_PLUG_DEFERRED);
+VBBLK_STAT_ATTR(plug_callbacks, VBBLK_STAT_PLUG_CALLBACKS);
 VBBLK_STAT_ATTR(ring_full_waits, VBBLK_STAT_RING_FULL_WAITS);
 VBBLK_STAT_ATTR(parked, VBBLK_STAT_PARKED);
 VBBLK_STAT_ATTR(nowait_eagain, VBBLK_STAT_NOWAIT_EAGAIN);
@@ -67,6 +68,7 @@ static struct attribute *vbblk_stats_attrs[] = {
 	&vbblk_stat_attr_dispatch_cpu_offline.attr.attr,
 	&vbblk_stat_attr_notifies.attr.attr,
 	&vbblk_stat_attr_plug_deferred.attr.attr,
+	&vbblk_stat_attr_plug_callbacks.attr.attr,
 	&vbblk_stat_attr_ring_full_waits.attr.attr,
 	&vbblk_stat_attr_parked.attr.attr,
 	&vbblk_stat_attr_nowait_eagain.attr.attr,
