@@ -118,8 +118,8 @@ def profile(bdir, idx, base, ios):
 
 
 def ratio_sum(rounds, num, den):
-    d = sum(c[den] for c in rounds)
-    return sum(c[num] for c in rounds) / d if d else None
+    d = sum(c.get(den, 0) for c in rounds)
+    return sum(c.get(num, 0) for c in rounds) / d if d else None
 
 
 def med(xs):
@@ -183,6 +183,8 @@ def summarize_backend(meta, bdir):
                                     if virtio and ratio_sum(rounds, 'notifies', 'requests')
                                     is not None else None),
                 'irqs_per_io': ratio_sum(rounds, 'irqs', 'nwin_ios') if virtio else None,
+                # bio mode: plug callbacks allocated per bio (blk_check_plugged)
+                'plug_cbs_per_bio': ratio_sum(rounds, 'plug_cbs', 'bios'),
                 # vhost-user: times the daemon dropped the connection in the window
                 'vu_panics': sum(c.get('vu_panics', 0) for c in rounds),
                 'rounds': rounds}
@@ -290,16 +292,18 @@ def report(meta, summaries, profiles):
         for wl, cells in summary.items():
             L += ['**%s**' % wl, '',
                   '| driver | MiB/s | p50 us | p99 us | dev requests/IO | flushes/IO | notifies/IO '
-                  '| irqs/IO | user insns/IO |', '|---|---|---|---|---|---|---|---|---|']
+                  '| irqs/IO | plug cbs/bio | user insns/IO |',
+                  '|---|---|---|---|---|---|---|---|---|---|']
             for c in cfgs:
                 x = cells[c]
                 if x is None:
                     L.append('| %s | n/a |' % CFG_LABEL[c])
                     continue
-                L.append('| %s | %.1f | %.0f | %.0f | %s | %s | %s | %s | %s |'
+                L.append('| %s | %.1f | %.0f | %.0f | %s | %s | %s | %s | %s | %s |'
                          % (CFG_LABEL[c], x['bw_kib'] / 1024, x['p50_us'], x['p99_us'],
                             fmt_f(x['requests_per_io']), fmt_f(x['flushes_per_io']),
-                            fmt_f(x['notifies_per_io']), fmt_f(x['irqs_per_io']), fmt_k(x['uinsn'])))
+                            fmt_f(x['notifies_per_io']), fmt_f(x['irqs_per_io']),
+                            fmt_f(x['plug_cbs_per_bio']), fmt_k(x['uinsn'])))
             L.append('')
         rows = targets(summary)
         if rows:

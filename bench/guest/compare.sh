@@ -66,6 +66,13 @@ notifies() {
 }
 
 pgpg() { awk '/^pgpg(in|out) / { s += $2 } END { print s + 0 }' /proc/vmstat; }
+# bio mode's bios and the plug callbacks they made blk_check_plugged()
+# allocate, over the whole run: "bios callbacks" (0 0 for other drivers)
+plugcbs() {
+	_s=/sys/block/$d/vbblk
+	if [ -r $_s/plug_callbacks ]; then echo "$(cat $_s/bios) $(cat $_s/plug_callbacks)"
+	else echo "0 0"; fi
+}
 ms_sleep() { sleep "$(awk -v m="$1" 'BEGIN { printf "%.3f", m / 1000 }')"; }
 
 r=1
@@ -88,6 +95,7 @@ while [ $r -le "$ROUNDS" ]; do
 			fi
 			out=$R/r$r-$cfg-$wl
 			set -- $(devops); o0=$1 f0=$2
+			set -- $(plugcbs); b0=$1 c0=$2
 			fio --output-format=json --output=$out.json --filename=/dev/$d \
 				--time_based=1 --runtime="$RUNTIME" $jobs/$wl.fio > $out.err 2>&1 &
 			fpid=$!
@@ -102,8 +110,9 @@ while [ $r -le "$ROUNDS" ]; do
 			wait $fpid || { cat $out.err; fail "fio $wl under $cfg"; }
 			# module symbols for the profile (modules move between loads)
 			[ "$PROFILE" = 1 ] && grep '\[' /proc/kallsyms > $out.modsyms
+			set -- $(plugcbs); pb=$(($1 - b0)) pc=$(($2 - c0))
 			set -- $(devops)
-			echo "dev_ops=$(($1 - o0)) flushes=$(($2 - f0)) irqs=$((i1 - i0)) $nw nwin_kib=$((p1 - p0))" > $out.counts
+			echo "dev_ops=$(($1 - o0)) flushes=$(($2 - f0)) irqs=$((i1 - i0)) $nw nwin_kib=$((p1 - p0)) bios=$pb plug_cbs=$pc" > $out.counts
 			log "round $r $cfg $wl: $(cat $out.counts)"
 		done
 		cfg_unload
