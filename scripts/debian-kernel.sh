@@ -21,6 +21,7 @@
 # Result in $VBBLK_KERNEL_CACHE/VERSION (as scripts/build-kernel.sh):
 #   vmlinuz  release  build/ (KDIR)  modroot/lib/modules/<release>
 #   debian   the packages it came from    config.diff  olddefconfig's changes
+#   sparse   the suite's sparse, built where the machine's is too old for the tree
 #   key      the inputs; nothing is fetched or rebuilt while they match
 # Offline, a cached kernel is used as it is.
 set -euo pipefail
@@ -171,6 +172,31 @@ got=$(modinfo -F vermagic "$t/vmcheck.ko")
 [ "$got" = "$want" ] || die "vermagic of a module built here is '$got', the image's is '$want'"
 echo "debian-kernel: vermagic matches the image's: $got"
 rm -rf "$t" "$dir/debs" "$dir/root"
+
+# sparse: where the kernel wants a newer one than the machine's (its
+# checker-valid.sh test fails), build the suite's from source, for C=2
+# builds against this tree (make check-style, the kernels test).
+if ! command -v sparse >/dev/null ||
+	[ "$("$build/scripts/checker-valid.sh" sparse -D__x86_64__ -m64 2>/dev/null)" != 1 ]; then
+	echo "debian-kernel: the machine's sparse is too old for $SERIES: building $SUITE's"
+	echo "deb-src $url $SUITE main" > "$apt/sources-src.list"
+	SRC_OPTS=("${APT_OPTS[@]}" -o Dir::Etc::SourceList="$apt/sources-src.list"
+		-o Dir::State::Lists="$apt/lists-src")
+	mkdir -p "$apt/lists-src/partial" "$dir/sparse-src"
+	apt-get "${SRC_OPTS[@]}" -qq update >"$dir/sparse-src/update.log" 2>&1 ||
+		die "apt-get update (deb-src) failed: $dir/sparse-src/update.log"
+	(cd "$dir/sparse-src" && apt-get "${SRC_OPTS[@]}" -qq source --download-only sparse) \
+		>/dev/null 2>&1 || die "cannot fetch $SUITE's sparse source"
+	tar -xzf "$dir"/sparse-src/sparse_*.orig.tar.gz -C "$dir/sparse-src"
+	make -s -C "$dir"/sparse-src/sparse-*/ -j"$(nproc)" sparse >"$dir/sparse-src/build.log" 2>&1 ||
+		die "sparse does not build: $dir/sparse-src/build.log"
+	cp "$dir"/sparse-src/sparse-*/sparse "$dir/sparse"
+	rm -rf "$dir/sparse-src"
+	[ "$("$build/scripts/checker-valid.sh" "$dir/sparse" -D__x86_64__ -m64)" = 1 ] ||
+		die "$SUITE's sparse does not pass $SERIES's checker-valid.sh either"
+	echo "debian-kernel: sparse for $SERIES in $dir/sparse ($(apt-cache "${SRC_OPTS[@]}" showsrc sparse |
+		sed -n 's/^Version: //p' | head -n 1))"
+fi
 printf '%s\n' "${vers[@]}" > "$dir/debian"
 echo "$rel" > "$dir/release"
 echo "$key" > "$dir/key"
