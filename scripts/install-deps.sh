@@ -13,6 +13,8 @@ PKGS=(
 	nbdkit nbdkit-plugin-dev
 	dkms udev openssl
 	linux-image-6.12-amd64 linux-headers-6.12-amd64
+	# scripts/debian-kernel.sh: Debian's 7.2 configuration asks for BTF
+	pahole xz-utils
 )
 
 SUDO=
