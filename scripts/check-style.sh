@@ -49,6 +49,29 @@ for kdir in ${KDIRS:-$(make -s --no-print-directory kdir)}; do
 	fi
 done
 
+# A probe that compiles on none of the kernels is broken, not a missing
+# API: it would silently pick the other branch everywhere.
+set -- ${KDIRS:-}
+if [ $# -gt 1 ]; then
+	echo "== probes across $# kernels"
+	for pd in probe:vbblk_features.h tests/kmod/probe:vbtest_features.h; do
+		seen=$(for kdir in "$@"; do
+			d=$(scripts/probe-kernel.sh "$kdir" "${pd%%:*}" "${pd#*:}" 2>/dev/null)
+			sed -n 's/^#define \(HAVE_[A-Z0-9_]*\) 1$/\1/p' "$d/${pd#*:}"
+		done | sort -u)
+		for p in "${pd%%:*}"/*.c; do
+			m=HAVE_$(basename "$p" .c | tr '[:lower:]' '[:upper:]')
+			grep -qx "$m" <<<"$seen" && continue
+			# a probe for kernels between the tested ones says so
+			if grep -q '^ \* Untested:' "$p"; then
+				echo "note: $p compiles on none of KDIRS (untested, as it says)"
+			else
+				echo "$p compiles on none of KDIRS"; fail=1
+			fi
+		done
+	done
+fi
+
 echo "== checkpatch"
 cp() { perl "$cp_dir/scripts/checkpatch.pl" --no-tree --quiet --show-types "$@"; }
 compat=include/vbblk_compat.h

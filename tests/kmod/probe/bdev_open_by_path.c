@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
-/* 6.8 only: opening a block device by path gives a struct bdev_handle. */
+/*
+ * 6.8 only: opening a block device by path gives a struct bdev_handle.
+ * Untested: no kernel tested here has it.
+ */
 #include <linux/blkdev.h>
 
 struct bdev_handle *probe(const char *path);
