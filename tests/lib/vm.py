@@ -584,6 +584,8 @@ class Guest:
                         if self.proc.poll() is None:
                             self.hostlog.append('host action error: %s' % e)
                 time.sleep(0.1)
+            if timed_out and self.qmp:
+                self._timeout_report()
         finally:
             if self.proc.poll() is None:
                 os.killpg(self.proc.pid, signal.SIGTERM)
@@ -601,6 +603,24 @@ class Guest:
         with open(os.path.join(self.outdir, 'host-actions.log'), 'w') as f:
             f.write('\n'.join(self.hostlog) + '\n')
         return self.judge(timed_out, err, dur)
+
+    def _timeout_report(self):
+        """A guest that outlived its timeout: where each vCPU is (registers,
+        in timeout-regs.txt), then sysrq w and l (blocked tasks, every CPU's
+        backtrace) onto the console, before it is stopped."""
+        try:
+            regs = self.qmp.execute('human-monitor-command', **{'command-line':
+                                                                  'info registers -a'})
+            with open(os.path.join(self.outdir, 'timeout-regs.txt'), 'w') as f:
+                f.write(regs if isinstance(regs, str) else str(regs))
+            for key in ('w', 'l'):
+                self.qmp.execute('human-monitor-command',
+                                 **{'command-line': 'sendkey alt-sysrq-%s' % key})
+                time.sleep(3)
+            self.hostlog.append('timeout: vCPU registers in timeout-regs.txt; '
+                                'sysrq w and l sent (console)')
+        except (QMPError, OSError) as e:
+            self.hostlog.append('timeout report failed: %s' % e)
 
     def _fail_verdict_seen(self):
         """Has the console log gained a FAIL verdict line since the last call?"""
