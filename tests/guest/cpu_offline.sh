@@ -24,9 +24,21 @@ fio --name=cpuoff --filename=/dev/$d --direct=1 --ioengine=libaio --iodepth=32 \
 	--verify=crc32c --verify_fatal=1 --loops=3 > /tmp/fio.out 2>&1 &
 pid=$!
 i=0
+t0=$(date +%s)
 while kill -0 $pid 2>/dev/null; do
 	cpu1 0; sleep 0.3; cpu1 1; sleep 0.3
 	i=$((i + 1))
+	# fio takes about 20 s: 150 s is a hang, shown before the host's timeout
+	if [ $(($(date +%s) - t0)) -gt $((150 * VBSCALE)) ]; then
+		log "fio still running after $((150 * VBSCALE)) s ($i cycles): driver and task state"
+		grep -H . /sys/block/$d/inflight /sys/block/$d/vbblk/* 2>/dev/null
+		for t in /proc/[0-9]*/task/*; do
+			[ "$(cat $t/comm 2>/dev/null)" = fio ] || continue
+			echo "$t: $(cat $t/wchan 2>/dev/null)"
+			cat $t/stack 2>/dev/null
+		done
+		fail "fio hung during cpu offline/online"
+	fi
 done
 wait $pid || { cat /tmp/fio.out; fail "fio failed during cpu offline/online"; }
 grep -q 'verify: bad' /tmp/fio.out && { cat /tmp/fio.out; fail "verify errors"; }
