@@ -25,14 +25,15 @@ PROBES=$(cd "${2:-$REPO/probe}" && pwd)
 HDR=${3:-vbblk_features.h}
 GUARD=$(basename "$HDR" .h | tr '[:lower:]' '[:upper:]')_H
 CACHE=${VBBLK_FEATURES:-$(dirname "$PROBES")/.features}
-CC=${CC:-gcc}
 gen=$KDIR/include/generated
 rel=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"/\1/p' "$gen/utsrelease.h" 2>/dev/null || true)
 [ -n "$rel" ] || { echo "probe-kernel: $KDIR has no include/generated/utsrelease.h (run make modules_prepare there)" >&2; exit 1; }
 
 key=$( { echo "$KDIR"; cat "$gen/utsrelease.h" "$gen/autoconf.h"
 	stat -c '%Y %s' "$gen/autoconf.h" "$KDIR/Makefile"
-	echo "$HDR"; cat "$PROBES"/*.c "$0"; $CC --version | head -n 1; } | sha256sum | cut -c1-16)
+	echo "$HDR"; cat "$PROBES"/*.c "$0"
+	# kbuild's compiler (the CC of the environment is not: DKMS sets its own)
+	gcc --version | head -n 1; } | sha256sum | cut -c1-16)
 out=$CACHE/$rel-$key
 if [ -f "$out/$HDR" ]; then
 	echo "$out"
