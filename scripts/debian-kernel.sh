@@ -3,8 +3,9 @@
 # guest tests, and a tree to build modules against it, into the kernel cache:
 # tests/run KERNEL=7.2 and bench/compare KERNEL=7.2 use it.
 #
-#   scripts/debian-kernel.sh VERSION      VERSION: upstream series, e.g. 7.2
+#   scripts/debian-kernel.sh SERIES       SERIES: upstream series, e.g. 7.2
 #
+# DEBIAN_SUITE names another suite than unstable (e.g. experimental).
 # The machine's apt configuration is not touched: a private sources list
 # (its archive URL copied from the machine's own sources), lists and
 # package cache under the kernel cache; packages are unpacked with dpkg -x,
@@ -26,7 +27,6 @@
 # Offline, a cached kernel is used as it is.
 set -euo pipefail
 
-REPO=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${VBBLK_KERNEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vbblk-kernels}
 SUITE=${DEBIAN_SUITE:-unstable}
 RECIPE=1
@@ -85,7 +85,6 @@ if [ "$online" = 0 ]; then
 	exit 0
 fi
 
-abi=${rel%-amd64}
 pkgs=("linux-image-$rel" "linux-binary-$rel" "linux-modules-$rel" "linux-base-$rel"
 	"linux-headers-$rel" "linux-source-$SERIES")
 vers=()

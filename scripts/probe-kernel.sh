@@ -56,6 +56,7 @@ done
 	echo "ccflags-y := -Werror"
 } > "$tmp/Kbuild"
 # A clean sub-make: the caller's W=1, C=2 or -j must not reach the probes.
+# shellcheck disable=SC2046 # one make target per probe
 env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS make -k -j"$(nproc)" -C "$KDIR" M="$tmp" \
 	W= C= $(printf '%s.o ' "${names[@]}") > "$tmp/probe.log" 2>&1 || true
 
