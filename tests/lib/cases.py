@@ -479,7 +479,7 @@ TESTS.append(Test('dkms', lambda: [], vbblk_only=True, modes=('',), host=_dkms,
 
 # ---- other kernels ------------------------------------------------------------
 KERNELS_SUBSET = ('integrity[bio]', 'integrity[request]', 'flush[bio]', 'batching[bio]',
-                  'sg_io[bio]', 'vhost_user[bio,vhost-user]')
+                  'sg_io[bio]')
 # Debian's own kernels of other suites (scripts/debian-kernel.sh fetches them
 # into the kernel cache), each with the subset run on it.
 DEBIAN_KERNELS = {'7.2': ('integrity[bio]', 'integrity[request]', 'flush[bio]',
