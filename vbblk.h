@@ -2,13 +2,30 @@
 /*
  * vbblk: a virtio-blk guest driver with a bio path and a request path.
  *
- * One private header: one struct per concept.
+ * The layers, top to bottom; a file calls only into layers below it
+ * (scripts/check-layers.sh, run by make check-style, enforces it):
+ *   core        virtio_blk_core.c, vbblk_stats.c: probe, limits, sysfs,
+ *               lifecycle, module parameters
+ *   ioctl       vbblk_ioctl.c: SG_IO and the SCSI ioctls
+ *   scsi        vbblk_scsi.c: SCSI commands translated
+ *   sg          vbblk_sg.c: SG_IO buffers and commands
+ *   paths       virtio_blk_bio.c (submit_bio), virtio_blk_rq.c (blk-mq)
+ *   batch       virtio_blk_batch.c: per-CPU batches and plugs (bio path)
+ *   bio_cmd     virtio_blk_bio_cmd.c: bio commands, parking (bio path)
+ *   cmd         vbblk_cmd.c: header, data map, ranges, retry, sync flush
+ *   ring        vbblk_ring.c: add, kick/notify, reap, abort
+ * The ring ends a command through the ->end callback its issuer set.
+ *
+ * One private header, in the same order, bottom first: one struct per
+ * concept.
  *   struct vbblk       - one virtio disk (configuration and live state)
  *   struct vbblk_vq    - one virtqueue with its own lock
  *   struct vbblk_iohdr - what every command puts on the ring (header, status)
- *   struct vbblk_cmd   - one blk-mq request's driver data (request path)
+ *   struct vbblk_retry - a failed merged command being retried bio by bio
+ *   struct vbblk_bio_vq - the bio path's state of one virtqueue
  *   struct vbblk_bio_cmd - one device command built from bios (bio path)
  *   struct vbblk_batch - the per-CPU command being grown from contiguous bios
+ *   struct vbblk_cmd   - one blk-mq request's driver data (request path)
  *   struct vbblk_scsi_io - what a SCSI passthrough command adds to the ring
  *   struct vbblk_sg    - one SG_IO ioctl being served
  */
@@ -30,6 +47,7 @@
 #include <linux/scatterlist.h>
 #include <linux/spinlock.h>
 #include <linux/virtio.h>
+#include <linux/virtio_config.h>
 #include <linux/virtio_blk.h>
 #include <linux/workqueue.h>
 
@@ -88,25 +106,28 @@ struct vbblk_stats {
 	u64 c[VBBLK_NR_STATS];
 };
 
-enum vbblk_kind {
-	VBBLK_KIND_RQ,		/* struct vbblk_cmd */
-	VBBLK_KIND_BIO,		/* struct vbblk_bio_cmd */
-	VBBLK_KIND_SYNC,	/* vbblk_vq_flush_sync(): a waiter's command */
-};
-
 /*
  * What a command puts on the ring: the device reads @out and writes @status.
- * @done_next chains completed commands so they are ended outside the lock.
+ * @end, set by whoever issues the command, is called by the ring once the
+ * device is done with it (interrupt context, no lock held). @done_next
+ * chains completed commands so they are ended outside the lock.
  */
 struct vbblk_iohdr {
 	struct virtio_blk_outhdr out;
 	u8 status;
-	u8 kind;
+	void (*end)(struct vbblk_iohdr *hdr);
 	struct vbblk_iohdr *done_next;
 };
 
 struct vbblk;
+struct vbblk_vq;
 struct vbblk_bio_cmd;
+struct vbblk_bio_vq;
+
+/* Called by the ring for a virtqueue: room was freed, or a reap ended I/O. */
+typedef void (*vbblk_vq_fn)(struct vbblk_vq *vq);
+/* Paths that may wait for room on one ring at once: bio and request. */
+#define VBBLK_ROOM_WAITERS	2
 
 /*
  * Bio mode: device FLUSHes shared by concurrent flush stages (see
@@ -120,6 +141,7 @@ struct vbblk_flush {
 	struct list_head waiting;
 };
 
+/* One virtqueue: the ring layer's (vbblk_ring.c). */
 struct vbblk_vq {
 	spinlock_t lock;		/* serialises add, kick_prepare, get_buf */
 	struct virtqueue *vq;
@@ -127,17 +149,9 @@ struct vbblk_vq {
 	unsigned int index;
 	unsigned int inflight;		/* on the ring; written under lock */
 	unsigned long completed;	/* taken off the ring; under lock */
-	bool hctx_stopped;		/* queue_rq stopped its hctx; under lock */
-	/* bio path */
-	struct list_head parked;	/* ring was full; under lock */
-	struct delayed_work park_work;	/* re-adds what no completion will */
-	atomic_t bio_cmds;		/* bio commands in use (<= depth) */
-	struct vbblk_bio_cmd **cmds;	/* depth commands, preallocated */
-	struct llist_head free_cmds;	/* pushed lock-free on completion */
-	spinlock_t free_lock;		/* serialises pops of free_cmds */
-	wait_queue_head_t wait;		/* for a free bio command */
-	cpumask_var_t cpus;		/* CPUs that submit to this queue */
-	struct scatterlist *sg;		/* scratch for one add; under lock */
+	/* paths refused for lack of room, called after the next reap; under lock */
+	vbblk_vq_fn room[VBBLK_ROOM_WAITERS];
+	vbblk_vq_fn reaped;		/* the owner's work after each reap */
 	char name[16];
 } ____cacheline_aligned_in_smp;
 
@@ -153,6 +167,7 @@ struct vbblk {
 	 */
 	struct request_queue *rq_queue;
 
+	struct vbblk_bio_vq *bio_vqs;	/* bio mode: one per vq */
 	struct vbblk_batch __percpu *batch;
 	struct vbblk_flush flush;
 	/* bios that found no command where they could not sleep (softirq) */
@@ -214,37 +229,73 @@ static inline void vbblk_stat_inc(struct vbblk *vblk, enum vbblk_stat s)
 	vbblk_stat_add(vblk, s, 1);
 }
 
-/* The virtio-blk command for a block-layer operation; false if none. */
-static inline bool vbblk_op_type(enum req_op op, u32 *type)
+
+/* Is the device's write cache on? Its configuration says; any layer asks. */
+static inline bool vbblk_config_writeback(struct virtio_device *vdev)
+{
+	u8 wce;
+
+	if (virtio_has_feature(vdev, VIRTIO_BLK_F_CONFIG_WCE)) {
+		virtio_cread(vdev, struct virtio_blk_config, wce, &wce);
+		return wce;
+	}
+	return virtio_has_feature(vdev, VIRTIO_BLK_F_FLUSH);
+}
+
+/* The same for a disk whose device may be gone (then false). */
+static inline bool vbblk_write_cache_on(struct vbblk *vblk)
+{
+	bool wb;
+
+	mutex_lock(&vblk->vdev_mutex);
+	wb = vblk->vdev && vbblk_config_writeback(vblk->vdev);
+	mutex_unlock(&vblk->vdev_mutex);
+	return wb;
+}
+
+/* ---- ring (vbblk_ring.c) ---- */
+
+int vbblk_vq_add(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
+		 struct scatterlist *data, bool data_out);
+struct vbblk_scsi_io;
+int vbblk_vq_add_scsi(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
+		      struct vbblk_scsi_io *sio, struct scatterlist *data,
+		      bool data_out);
+void vbblk_vq_want_room(struct vbblk_vq *vq, vbblk_vq_fn fn);
+bool vbblk_vq_kick_prepare(struct vbblk_vq *vq);
+void vbblk_vq_notify(struct vbblk_vq *vq);
+void vbblk_vq_kick(struct vbblk_vq *vq);
+int vbblk_vq_poll(struct vbblk_vq *vq);
+int vbblk_init_vqs(struct vbblk *vblk, unsigned int want, unsigned int npoll);
+void vbblk_del_vqs(struct vbblk *vblk);
+unsigned int vbblk_vqs_inflight(struct vbblk *vblk);
+unsigned long vbblk_vqs_completed(struct vbblk *vblk);
+void vbblk_vqs_abort(struct vbblk *vblk);
+
+/* ---- command building (vbblk_cmd.c) ---- */
+
+/* No virtio-blk command for this operation. */
+#define VBBLK_T_NONE	U32_MAX
+
+/* The virtio-blk command for a block-layer operation, or VBBLK_T_NONE. */
+static inline u32 vbblk_op_type(enum req_op op)
 {
 	switch (op) {
 	case REQ_OP_READ:
-		*type = VIRTIO_BLK_T_IN;
-		return true;
+		return VIRTIO_BLK_T_IN;
 	case REQ_OP_WRITE:
-		*type = VIRTIO_BLK_T_OUT;
-		return true;
+		return VIRTIO_BLK_T_OUT;
 	case REQ_OP_FLUSH:
-		*type = VIRTIO_BLK_T_FLUSH;
-		return true;
+		return VIRTIO_BLK_T_FLUSH;
 	case REQ_OP_DISCARD:
-		*type = VIRTIO_BLK_T_DISCARD;
-		return true;
+		return VIRTIO_BLK_T_DISCARD;
 	case REQ_OP_WRITE_ZEROES:
-		*type = VIRTIO_BLK_T_WRITE_ZEROES;
-		return true;
+		return VIRTIO_BLK_T_WRITE_ZEROES;
 	case REQ_OP_SECURE_ERASE:
-		*type = VIRTIO_BLK_T_SECURE_ERASE;
-		return true;
+		return VIRTIO_BLK_T_SECURE_ERASE;
 	default:
-		return false;
+		return VBBLK_T_NONE;
 	}
-}
-
-/* The virtio-blk command for a read or write bio's data. */
-static inline u32 vbblk_rw_type(const struct bio *bio)
-{
-	return op_is_write(bio_op(bio)) ? VIRTIO_BLK_T_OUT : VIRTIO_BLK_T_IN;
 }
 
 /* Flags of a discard/write-zeroes range: unmap where allowed and wanted. */
@@ -256,49 +307,51 @@ static inline u32 vbblk_range_flags(const struct vbblk *vblk, blk_opf_t opf)
 	return 0;
 }
 
-/* virtio_ring_split.c: the ring layer both paths share. */
-int vbblk_vq_add(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
-		 struct scatterlist *data, bool data_out);
-struct vbblk_scsi_io;
-int vbblk_vq_add_scsi(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
-		      struct vbblk_scsi_io *sio, struct scatterlist *data,
-		      bool data_out);
-bool vbblk_vq_kick_prepare(struct vbblk_vq *vq);
-void vbblk_vq_notify(struct vbblk_vq *vq);
-void vbblk_vq_kick(struct vbblk_vq *vq);
-int vbblk_vq_poll(struct vbblk_vq *vq);
-int vbblk_init_vqs(struct vbblk *vblk, unsigned int want, unsigned int npoll);
-void vbblk_del_vqs(struct vbblk *vblk);
-unsigned int vbblk_vqs_inflight(struct vbblk *vblk);
-unsigned long vbblk_vqs_completed(struct vbblk *vblk);
-void vbblk_vqs_abort(struct vbblk *vblk);
-int vbblk_vq_flush_sync(struct vbblk_vq *vq);
+/* One discard/write-zeroes/secure-erase range, as the device reads it. */
+static inline void vbblk_range_set(struct virtio_blk_discard_write_zeroes *r,
+				   sector_t sector, u32 sectors, u32 flags)
+{
+	r->sector = cpu_to_le64(sector);
+	r->num_sectors = cpu_to_le32(sectors);
+	r->flags = cpu_to_le32(flags);
+}
+
+/* A failed merged command being sent again bio by bio. */
+struct vbblk_retry {
+	bool active;
+};
+
 void vbblk_iohdr_init(struct vbblk *vblk, struct vbblk_iohdr *hdr, u32 type,
 		      sector_t sector);
 blk_status_t vbblk_status(const struct vbblk_iohdr *hdr);
+unsigned int vbblk_bio_map(struct request_queue *q, struct bio *bio,
+			   struct scatterlist *sg);
+bool vbblk_retry_begin(struct vbblk_retry *r, struct vbblk *vblk,
+		       blk_status_t st, bool merged);
+int vbblk_flush_sync(struct vbblk_vq *vq);
 
-/*
- * virtio_blk_rq.c: the blk-mq request path. A REQ_OP_DRV_IN/OUT request
- * (GET_ID, SG_IO) names its virtio command itself: whoever allocates it
- * sets @drv_type, @drv_sector and, for VIRTIO_BLK_T_SCSI_CMD, @scsi.
- */
-struct vbblk_cmd {
-	struct vbblk_iohdr hdr;
-	bool retry;			/* failed merged request: bio by bio */
-	u32 drv_type;
-	sector_t drv_sector;
-	struct vbblk_scsi_io *scsi;
-	struct sg_table sg_table;
-	struct scatterlist sg[];
-};
+/* Data scatterlist entries of a bio on the bio-mode disk. */
+static inline unsigned int vbblk_bio_segs(struct vbblk *vblk, struct bio *bio)
+{
+	return vbblk_bio_map(vblk->disk->queue, bio, NULL);
+}
 
-int vbblk_rq_init_tag_set(struct vbblk *vblk);
-void vbblk_rq_end_cmd(struct vbblk_iohdr *hdr);
-struct request *vbblk_rq_alloc_drv(struct vbblk *vblk, bool data_out,
-				   u32 type, sector_t sector);
-int vbblk_rq_get_id(struct vbblk *vblk, char *buf);
+/* ---- bio commands (virtio_blk_bio_cmd.c) ---- */
 
-/* virtio_blk_bio.c: the bio path. */
+/* The bio path's state of one virtqueue. */
+struct vbblk_bio_vq {
+	struct vbblk_vq *vq;
+	struct list_head parked;	/* ring was full; under vq->lock */
+	struct delayed_work park_work;	/* re-adds what no reap will */
+	atomic_t nr_cmds;		/* commands in use (<= depth) */
+	struct vbblk_bio_cmd **cmds;	/* depth commands, preallocated */
+	struct llist_head free_cmds;	/* pushed lock-free on completion */
+	spinlock_t free_lock;		/* serialises pops of free_cmds */
+	wait_queue_head_t wait;		/* for a free command */
+	cpumask_var_t cpus;		/* CPUs whose batches use this queue */
+	struct scatterlist *sg;		/* scratch for one add; under vq->lock */
+} ____cacheline_aligned_in_smp;
+
 struct vbblk_bio_cmd {
 	struct vbblk_iohdr hdr;
 	struct vbblk_vq *vq;
@@ -312,35 +365,32 @@ struct vbblk_bio_cmd {
 	bool accounted;
 	u8 stage;			/* flush emulation step */
 	bool postflush;			/* FUA: flush after the data */
-	bool retrying;			/* failed batch: one bio at a time */
+	struct vbblk_retry retry;	/* sending ->bio alone, then the next */
 	struct vbblk_batch *batch;	/* the CPU's batch that counts it */
-	struct bio *retry;		/* bios still to retry, by bi_next */
 	struct list_head park;
 	struct list_head flush_node;	/* waits for, or shares, a FLUSH */
-	struct llist_node free_node;	/* on vq->free_cmds */
+	struct llist_node free_node;	/* on free_cmds */
 	struct virtio_blk_discard_write_zeroes range;
 };
 
-void vbblk_submit_bio(struct bio *bio);
-int vbblk_poll_bio(struct bio *bio, struct io_comp_batch *iob,
-		   unsigned int flags);
-int vbblk_bio_init(struct vbblk *vblk);
-void vbblk_bio_exit(struct vbblk *vblk);
-void vbblk_bio_drain(struct vbblk *vblk);
-void vbblk_bio_end_cmd(struct vbblk_iohdr *hdr);
-void vbblk_bio_vq_done(struct vbblk_vq *vq);
-unsigned int vbblk_bio_segs(struct vbblk *vblk, struct bio *bio);
-unsigned int vbblk_bio_map(struct request_queue *q, struct bio *bio,
-			   struct scatterlist *sg);
-struct vbblk_bio_cmd *vbblk_bio_cmd_alloc(struct vbblk *vblk,
-					  struct vbblk_vq *vq, struct bio *bio);
-void vbblk_cmd_add_bio(struct vbblk_bio_cmd *cmd, struct bio *bio,
-		       unsigned int segs);
-void vbblk_bio_cmd_dispatch(struct vbblk_bio_cmd *cmd, bool plugged);
-bool vbblk_plug_note(struct vbblk *vblk, struct vbblk_vq *vq,
-		     struct vbblk_batch *b);
+static inline struct vbblk_bio_vq *vbblk_bvq(struct vbblk_vq *vq)
+{
+	return &vq->vblk->bio_vqs[vq->index];
+}
 
-/* virtio_blk_batch.c: per-CPU merging of contiguous bios. */
+struct vbblk_bio_cmd *vbblk_bio_cmd_get(struct vbblk_bio_vq *bvq);
+struct vbblk_bio_cmd *vbblk_bio_cmd_wait(struct vbblk_bio_vq *bvq);
+void vbblk_bio_cmd_add_bio(struct vbblk_bio_cmd *cmd, struct bio *bio,
+			   unsigned int segs);
+void vbblk_bio_cmd_dispatch(struct vbblk_bio_cmd *cmd, bool plugged);
+void vbblk_bio_cmd_end_acct(struct vbblk_bio_cmd *cmd);
+void vbblk_bio_cmd_free(struct vbblk_bio_cmd *cmd);
+void vbblk_bio_cmds_drain(struct vbblk *vblk);
+int vbblk_bio_cmds_init(struct vbblk *vblk, void (*end)(struct vbblk_iohdr *));
+void vbblk_bio_cmds_exit(struct vbblk *vblk);
+
+/* ---- batching and plugs (virtio_blk_batch.c) ---- */
+
 struct vbblk_batch {
 	spinlock_t lock;		/* taken from the completion irq too */
 	struct vbblk_bio_cmd *cmd;	/* held, not yet on the ring */
@@ -352,22 +402,61 @@ struct vbblk_batch {
 };
 
 void vbblk_batch_init(struct vbblk *vblk);
-void vbblk_batch_submit(struct vbblk *vblk, struct bio *bio);
-void vbblk_batch_flush(struct vbblk_batch *b, enum vbblk_stat reason,
-		       bool plugged);
-void vbblk_batch_unplug(struct vbblk_batch *b);
-void vbblk_batch_flush_vq(struct vbblk_vq *vq);
+bool vbblk_plug_note(struct vbblk *vblk, struct vbblk_vq *vq,
+		     struct vbblk_batch *b);
+bool vbblk_batch_merge(struct vbblk *vblk, struct bio *bio, unsigned int segs,
+		       bool *stream);
+void vbblk_batch_add(struct vbblk *vblk, struct vbblk_bio_cmd *cmd, bool hold,
+		     bool stream);
+void vbblk_batch_cut(struct vbblk *vblk);
+void vbblk_batch_cmd_done(struct vbblk_bio_cmd *cmd);
 void vbblk_batch_flush_all(struct vbblk *vblk, enum vbblk_stat reason);
+void vbblk_batch_wait_plugs(struct vbblk *vblk);
 int vbblk_batch_cpuhp_init(void);
 void vbblk_batch_cpuhp_exit(void);
 int vbblk_batch_add_disk(struct vbblk *vblk);
 void vbblk_batch_remove_disk(struct vbblk *vblk);
 void vbblk_batch_release_all(void);
-void vbblk_batch_cmd_done(struct vbblk_bio_cmd *cmd);
+
+/* ---- the I/O paths (virtio_blk_bio.c, virtio_blk_rq.c) ---- */
+
+/* The virtio-blk command for a read or write bio's data. */
+static inline u32 vbblk_rw_type(const struct bio *bio)
+{
+	return vbblk_op_type(op_is_write(bio_op(bio)) ? REQ_OP_WRITE :
+							REQ_OP_READ);
+}
+
+void vbblk_submit_bio(struct bio *bio);
+int vbblk_poll_bio(struct bio *bio, struct io_comp_batch *iob,
+		   unsigned int flags);
+int vbblk_bio_init(struct vbblk *vblk);
+void vbblk_bio_exit(struct vbblk *vblk);
+void vbblk_bio_drain(struct vbblk *vblk);
 
 /*
- * vbblk_sg.c and vbblk_scsi.c: SCSI commands through SG_IO. The device
- * writes @sense and @inhdr, so this lives in kmalloc'ed memory.
+ * The blk-mq request path. A REQ_OP_DRV_IN/OUT request (GET_ID, SG_IO)
+ * names its virtio command itself: whoever allocates it sets @drv_type,
+ * @drv_sector and, for VIRTIO_BLK_T_SCSI_CMD, @scsi.
+ */
+struct vbblk_cmd {
+	struct vbblk_iohdr hdr;
+	struct vbblk_retry retry;	/* sending req->bio alone, then the next */
+	u32 drv_type;
+	sector_t drv_sector;
+	struct vbblk_scsi_io *scsi;
+	struct sg_table sg_table;
+	struct scatterlist sg[];
+};
+
+int vbblk_rq_init_tag_set(struct vbblk *vblk);
+struct request *vbblk_rq_alloc_drv(struct vbblk *vblk, bool data_out,
+				   u32 type, sector_t sector);
+int vbblk_rq_get_id(struct vbblk *vblk, char *buf);
+
+/*
+ * ---- SG_IO (vbblk_sg.c, vbblk_scsi.c, vbblk_ioctl.c) ----
+ * The device writes @sense and @inhdr, so this lives in kmalloc'ed memory.
  */
 #define VBBLK_CDB_MAX		32
 #define VBBLK_SENSE_BYTES	96	/* the legacy virtio-blk sense buffer */
@@ -398,19 +487,24 @@ struct vbblk_sg {
 	unsigned int resid;
 };
 
-bool vbblk_write_cache_on(struct vbblk *vblk);
-int vbblk_ioctl(struct block_device *bdev, vbblk_open_mode_t mode,
-		unsigned int cmd, unsigned long arg);
 unsigned int vbblk_sg_max_bytes(const struct vbblk *vblk);
+int vbblk_sg_exec(struct vbblk_sg *sg, u32 type, sector_t sector,
+		  void *kbuf, unsigned int len, bool user_data, bool out,
+		  struct vbblk_scsi_io *scsi);
 int vbblk_sg_dev_io(struct vbblk_sg *sg, u32 type, sector_t sector,
 		    void *kbuf, unsigned int len, bool user_data);
 int vbblk_sg_copy_in(struct vbblk_sg *sg, void *buf, unsigned int len);
 int vbblk_sg_copy_out(struct vbblk_sg *sg, const void *buf,
 		      unsigned int len);
-int vbblk_scsi_translate(struct vbblk_sg *sg);
 void vbblk_scsi_set_sense(struct vbblk_sg *sg, u8 key, u8 asc, u8 ascq);
 
-/* vbblk_stats.c */
+/* SCSI commands answered by translating them into virtio-blk commands. */
+int vbblk_scsi_translate(struct vbblk_sg *sg);
+
+int vbblk_ioctl(struct block_device *bdev, vbblk_open_mode_t mode,
+		unsigned int cmd, unsigned long arg);
+
+/* ---- core (vbblk_stats.c) ---- */
 extern const struct attribute_group vbblk_stats_group;
 
 #endif /* VBBLK_H */

@@ -420,7 +420,8 @@ static int vbblk_scsi_rw(struct vbblk_sg *sg, bool write, bool sixteen)
 		if (err)
 			return err < 0 ? err : 0;
 	}
-	err = vbblk_scsi_io(sg, write ? VIRTIO_BLK_T_OUT : VIRTIO_BLK_T_IN,
+	err = vbblk_scsi_io(sg, vbblk_op_type(write ? REQ_OP_WRITE :
+							      REQ_OP_READ),
 			    lba << g.shift, NULL, bytes, true, MEDIUM_ERROR,
 			    write ? ASC_WRITE_ERROR : ASC_READ_ERROR);
 	if (err)
@@ -476,9 +477,7 @@ static int vbblk_scsi_ranges(struct vbblk_sg *sg, u32 type, u32 flags,
 	while (left && !err) {
 		u32 chunk = min_t(u64, left, max);
 
-		r->sector = cpu_to_le64(sector);
-		r->num_sectors = cpu_to_le32(chunk);
-		r->flags = cpu_to_le32(flags);
+		vbblk_range_set(r, sector, chunk, flags);
 		err = vbblk_scsi_io(sg, type, 0, r, sizeof(*r), false,
 				    MEDIUM_ERROR, ASC_WRITE_ERROR);
 		sector += chunk;
@@ -636,10 +635,7 @@ static int vbblk_scsi_unmap(struct vbblk_sg *sg)
 		}
 		if (!cnt)
 			continue;
-		r[used].sector = cpu_to_le64(lba << g.shift);
-		r[used].num_sectors = cpu_to_le32(cnt << g.shift);
-		r[used].flags = 0;
-		used++;
+		vbblk_range_set(&r[used++], lba << g.shift, cnt << g.shift, 0);
 	}
 	if (used)
 		err = vbblk_scsi_io(sg, VIRTIO_BLK_T_DISCARD, 0, r,
@@ -665,7 +661,6 @@ int vbblk_scsi_translate(struct vbblk_sg *sg)
 	sg->driver_status = 0;
 	sg->sense_len = 0;
 	sg->resid = sg->dxfer_len;
-	sg->writeback = vbblk_write_cache_on(sg->vblk);
 
 	switch (cdb[0]) {
 	case TEST_UNIT_READY:

@@ -1,5 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
+ * Holding commands back, below the bio path and above bio commands: the
+ * per-CPU batch, and the plug that defers notifies and holds batches.
+ * Neither calls up: the bio path decides what may be batched and hands
+ * down a command; this layer holds it, grows it, and sends it.
+ *
  * Per-CPU batching: contiguous reads or writes with the same flags,
  * submitted on one CPU, grow one virtio command (one header, one status,
  * all the bios' segments in one scatterlist) within seg_max, size_max, the
@@ -31,10 +36,15 @@
  * CPU goes offline.
  */
 #include <linux/cpuhotplug.h>
+#include <linux/slab.h>
+#include <linux/wait_bit.h>
 
 #include "vbblk.h"
 
 static enum cpuhp_state vbblk_cpuhp_state;
+
+static void vbblk_batch_reaped(struct vbblk_vq *vq);
+static void vbblk_batch_unplug(struct vbblk_batch *b);
 
 void vbblk_batch_init(struct vbblk *vblk)
 {
@@ -42,8 +52,11 @@ void vbblk_batch_init(struct vbblk *vblk)
 	unsigned int i;
 	int cpu;
 
-	for (i = 0; i < vblk->num_vqs; i++)
-		cpumask_clear(vblk->vqs[i].cpus);
+	atomic_set(&vblk->plug_refs, 0);
+	for (i = 0; i < vblk->num_vqs; i++) {
+		cpumask_clear(vblk->bio_vqs[i].cpus);
+		vblk->vqs[i].reaped = vbblk_batch_reaped;
+	}
 
 	for_each_possible_cpu(cpu) {
 		struct vbblk_batch *b = per_cpu_ptr(vblk->batch, cpu);
@@ -54,9 +67,89 @@ void vbblk_batch_init(struct vbblk *vblk)
 		b->plugged = false;
 		b->last_end = 0;
 		b->vq = &vblk->vqs[map->mq_map[cpu]];
-		cpumask_set_cpu(cpu, b->vq->cpus);
+		cpumask_set_cpu(cpu, vbblk_bvq(b->vq)->cpus);
 	}
 }
+
+/* ---- Plugs: one notify per virtqueue per plug ---- */
+
+struct vbblk_plug_cb {
+	struct blk_plug_cb cb;
+	DECLARE_BITMAP(kick, VBBLK_MAX_QUEUES);
+	struct vbblk_batch *held[2];	/* batches holding bios for us */
+	bool held_more;			/* ... and others: check them all */
+};
+
+static void vbblk_unplug_batch(struct vbblk_plug_cb *p, struct vbblk_batch *b)
+{
+	/* What the unplug sends, it sends without a notify: ours, below. */
+	__set_bit(b->vq->index, p->kick);
+	vbblk_batch_unplug(b);
+}
+
+/* The plug is flushed (maybe from schedule()): never sleeps. */
+static void vbblk_unplug(struct blk_plug_cb *cb, bool from_schedule)
+{
+	struct vbblk_plug_cb *p = container_of(cb, struct vbblk_plug_cb, cb);
+	struct vbblk *vblk = cb->data;
+	unsigned int i;
+	int cpu;
+
+	if (p->held_more) {
+		for_each_possible_cpu(cpu)
+			vbblk_unplug_batch(p, per_cpu_ptr(vblk->batch, cpu));
+	} else {
+		for (i = 0; i < ARRAY_SIZE(p->held); i++)
+			if (p->held[i])
+				vbblk_unplug_batch(p, p->held[i]);
+	}
+	for_each_set_bit(i, p->kick, vblk->num_vqs)
+		vbblk_vq_kick(&vblk->vqs[i]);
+	/* blk_check_plugged() allocated it: count what plugs cost. */
+	vbblk_stat_inc(vblk, VBBLK_STAT_PLUG_CALLBACKS);
+	kfree(p);
+
+	/* Remove may be waiting for the last plug to let go of vblk. */
+	if (atomic_dec_and_test(&vblk->plug_refs))
+		wake_up_var(&vblk->plug_refs);
+}
+
+/*
+ * If the submitter holds a plug, make its unplug notify @vq and flush
+ * batch @b (either may be NULL) and return true. Without a plug (or if
+ * the callback cannot be allocated) return false: act now.
+ */
+bool vbblk_plug_note(struct vbblk *vblk, struct vbblk_vq *vq,
+		     struct vbblk_batch *b)
+{
+	struct vbblk_plug_cb *p;
+	struct blk_plug_cb *cb;
+
+	/* Softirq submitters must not touch the interrupted task's plug. */
+	if (!current->plug || !in_task() || READ_ONCE(vblk->draining))
+		return false;
+	cb = blk_check_plugged(vbblk_unplug, vblk, sizeof(*p));
+	if (!cb)
+		return false;
+	p = container_of(cb, struct vbblk_plug_cb, cb);
+	/* A new callback is zeroed: that is how we know to take a ref. */
+	if (bitmap_empty(p->kick, VBBLK_MAX_QUEUES) && !p->held[0] &&
+	    !p->held_more && (vq || b))
+		atomic_inc(&vblk->plug_refs);
+	if (vq)
+		__set_bit(vq->index, p->kick);
+	if (b && p->held[0] != b && p->held[1] != b) {
+		if (!p->held[0])
+			p->held[0] = b;
+		else if (!p->held[1])
+			p->held[1] = b;
+		else
+			p->held_more = true;
+	}
+	return true;
+}
+
+/* ---- Batches ---- */
 
 /*
  * Most bytes in one batch: batch_max_kb, and the queue's max_sectors_kb as
@@ -111,12 +204,13 @@ static void vbblk_batch_send(struct vbblk *vblk, struct vbblk_bio_cmd *cmd,
 }
 
 /*
- * A batch command ended (its bios have). Pairs with the barrier in
- * vbblk_batch_flush_vq(), which runs after it on the same completion.
+ * A command ended (its bios have). Pairs with the barrier in
+ * vbblk_batch_reaped(), which runs after it on the same completion.
  */
 void vbblk_batch_cmd_done(struct vbblk_bio_cmd *cmd)
 {
-	atomic_dec(&cmd->batch->inflight);
+	if (cmd->batch)
+		atomic_dec(&cmd->batch->inflight);
 }
 
 /*
@@ -129,6 +223,7 @@ void vbblk_batch_cmd_done(struct vbblk_bio_cmd *cmd)
 static bool vbblk_batch_keep(struct vbblk *vblk, struct vbblk_batch *b,
 			     struct vbblk_bio_cmd *cmd)
 {
+	lockdep_assert_held(&b->lock);
 	return b->stream && !READ_ONCE(vblk->draining) &&
 	       atomic_read(&b->inflight) > cmd->nr_bios;
 }
@@ -165,8 +260,8 @@ static void vbblk_batch_send_held(struct vbblk_bio_cmd *cmd,
  * Send what @b holds. With @plugged the caller's plug will notify
  * b->vq; otherwise notify now.
  */
-void vbblk_batch_flush(struct vbblk_batch *b, enum vbblk_stat reason,
-		       bool plugged)
+static void vbblk_batch_flush(struct vbblk_batch *b, enum vbblk_stat reason,
+			      bool plugged)
 {
 	vbblk_batch_send_held(vbblk_batch_take(b, false), reason, plugged);
 }
@@ -177,7 +272,7 @@ void vbblk_batch_flush(struct vbblk_batch *b, enum vbblk_stat reason,
  * one I/O per io_submit() is plugged one bio at a time); anything else is
  * sent, its notify left to the caller's unplug.
  */
-void vbblk_batch_unplug(struct vbblk_batch *b)
+static void vbblk_batch_unplug(struct vbblk_batch *b)
 {
 	struct vbblk_bio_cmd *cmd = NULL;
 	unsigned long flags;
@@ -185,7 +280,7 @@ void vbblk_batch_unplug(struct vbblk_batch *b)
 	spin_lock_irqsave(&b->lock, flags);
 	if (b->cmd && b->plugged) {
 		b->plugged = false;
-		/* Pairs with vbblk_batch_flush_vq(), as in vbblk_batch_hold(). */
+		/* Pairs with vbblk_batch_reaped(), as in vbblk_batch_hold(). */
 		smp_mb();
 		if (!vbblk_batch_keep(b->vq->vblk, b, b->cmd)) {
 			cmd = b->cmd;
@@ -197,7 +292,8 @@ void vbblk_batch_unplug(struct vbblk_batch *b)
 }
 
 /*
- * A completion on @vq: send the batches its CPUs hold for in-flight I/O.
+ * A reap on @vq ended commands: send the batches its CPUs hold for
+ * in-flight I/O.
  * Pairs with the barrier in vbblk_batch_hold(): the completion has
  * already lowered its submitting CPU's b->inflight, so either we see the
  * held command here or its submitter sees the new count and sends it
@@ -205,13 +301,13 @@ void vbblk_batch_unplug(struct vbblk_batch *b)
  * to come, so a plugged submission is not cut short by a completion that
  * lands in the middle.
  */
-void vbblk_batch_flush_vq(struct vbblk_vq *vq)
+static void vbblk_batch_reaped(struct vbblk_vq *vq)
 {
 	struct vbblk *vblk = vq->vblk;
 	int cpu;
 
 	smp_mb(); /* b->inflight was lowered before we look for held commands */
-	for_each_cpu(cpu, vq->cpus) {
+	for_each_cpu(cpu, vbblk_bvq(vq)->cpus) {
 		struct vbblk_batch *b = per_cpu_ptr(vblk->batch, cpu);
 
 		if (READ_ONCE(b->cmd))
@@ -250,7 +346,7 @@ static bool vbblk_batch_hold(struct vbblk *vblk, struct vbblk_batch *b,
 		b->plugged = plugged;
 		b->stream = stream;
 		WRITE_ONCE(b->cmd, cmd);
-		/* Pairs with vbblk_batch_flush_vq(): publish, then check. */
+		/* Pairs with vbblk_batch_reaped(): publish, then check. */
 		smp_mb();
 		held = plugged || vbblk_batch_keep(vblk, b, cmd);
 		if (!held)
@@ -260,54 +356,76 @@ static bool vbblk_batch_hold(struct vbblk *vblk, struct vbblk_batch *b,
 	return held;
 }
 
-void vbblk_batch_submit(struct vbblk *vblk, struct bio *bio)
+/*
+ * Add @bio to this CPU's held command if it fits: true, the bio is taken.
+ * Otherwise the held command goes out, @stream says whether @bio
+ * continues this CPU's last bio, and the caller brings a command of its
+ * own to vbblk_batch_add().
+ */
+bool vbblk_batch_merge(struct vbblk *vblk, struct bio *bio, unsigned int segs,
+		       bool *stream)
 {
 	struct vbblk_batch *b = raw_cpu_ptr(vblk->batch);
-	unsigned int segs = vbblk_bio_segs(vblk, bio);
 	struct vbblk_bio_cmd *cmd, *full = NULL;
 	unsigned long flags;
-	bool stream = false;
 
-	if (READ_ONCE(vbblk_batch)) {
-		spin_lock_irqsave(&b->lock, flags);
-		cmd = b->cmd;
-		if (cmd && vbblk_batch_fits(vblk, cmd, bio, segs)) {
-			vbblk_cmd_add_bio(cmd, bio, segs);
-			vbblk_stat_inc(vblk, VBBLK_STAT_MERGED);
-			b->last_end = cmd->end;
-			b->stream = true;
-			if (vbblk_batch_full(vblk, cmd)) {
-				WRITE_ONCE(b->cmd, NULL);
-				b->plugged = false;
-				full = cmd;
-			}
-			spin_unlock_irqrestore(&b->lock, flags);
-			if (full)
-				vbblk_batch_send(vblk, full,
-						 VBBLK_STAT_DISPATCH_LIMIT);
-			return;
+	spin_lock_irqsave(&b->lock, flags);
+	cmd = b->cmd;
+	if (cmd && vbblk_batch_fits(vblk, cmd, bio, segs)) {
+		vbblk_bio_cmd_add_bio(cmd, bio, segs);
+		vbblk_stat_inc(vblk, VBBLK_STAT_MERGED);
+		b->last_end = cmd->end;
+		b->stream = true;
+		if (vbblk_batch_full(vblk, cmd)) {
+			WRITE_ONCE(b->cmd, NULL);
+			b->plugged = false;
+			full = cmd;
 		}
-		/* The held command cannot take this bio: it goes now. */
-		WRITE_ONCE(b->cmd, NULL);
-		b->plugged = false;
-		stream = bio->bi_iter.bi_sector == b->last_end;
-		b->last_end = bio_end_sector(bio);
 		spin_unlock_irqrestore(&b->lock, flags);
-		if (cmd)
-			vbblk_batch_send(vblk, cmd,
-					 VBBLK_STAT_DISPATCH_NONCONTIG);
+		if (full)
+			vbblk_batch_send(vblk, full, VBBLK_STAT_DISPATCH_LIMIT);
+		return true;
 	}
+	/* The held command cannot take this bio: it goes now. */
+	WRITE_ONCE(b->cmd, NULL);
+	b->plugged = false;
+	*stream = bio->bi_iter.bi_sector == b->last_end;
+	b->last_end = bio_end_sector(bio);
+	spin_unlock_irqrestore(&b->lock, flags);
+	if (cmd)
+		vbblk_batch_send(vblk, cmd, VBBLK_STAT_DISPATCH_NONCONTIG);
+	return false;
+}
 
-	cmd = vbblk_bio_cmd_alloc(vblk, b->vq, bio);
-	if (!cmd)
-		return;
+/*
+ * A read or write command of this CPU, counted in its batch while it is
+ * out. With @hold (batching on) it may be held for later bios (see
+ * vbblk_batch_hold()); otherwise, or if nothing would send it promptly,
+ * it goes now.
+ */
+void vbblk_batch_add(struct vbblk *vblk, struct vbblk_bio_cmd *cmd, bool hold,
+		     bool stream)
+{
+	struct vbblk_batch *b = raw_cpu_ptr(vblk->batch);
+
 	cmd->batch = b;
-	vbblk_cmd_add_bio(cmd, bio, segs);
-	vbblk_iohdr_init(vblk, &cmd->hdr, vbblk_rw_type(bio),
-			 bio->bi_iter.bi_sector);
-
-	if (!READ_ONCE(vbblk_batch) || !vbblk_batch_hold(vblk, b, cmd, stream))
+	if (!hold || !vbblk_batch_hold(vblk, b, cmd, stream))
 		vbblk_batch_send(vblk, cmd, VBBLK_STAT_DISPATCH_DIRECT);
+}
+
+/* A FLUSH/FUA bio on this CPU: what it holds goes first. */
+void vbblk_batch_cut(struct vbblk *vblk)
+{
+	struct vbblk_batch *b = raw_cpu_ptr(vblk->batch);
+
+	vbblk_batch_flush(b, VBBLK_STAT_DISPATCH_FLUSH,
+			  vbblk_plug_note(vblk, b->vq, NULL));
+}
+
+/* No plug callback may run once the disk is drained. */
+void vbblk_batch_wait_plugs(struct vbblk *vblk)
+{
+	wait_var_event(&vblk->plug_refs, !atomic_read(&vblk->plug_refs));
 }
 
 /* ---- CPU hotplug: no bio is left on a CPU that goes away ---- */

@@ -249,17 +249,6 @@ static const char * const vbblk_cache_types[] = {
 	"write through", "write back"
 };
 
-static bool vbblk_writeback(struct virtio_device *vdev)
-{
-	u8 wce;
-
-	if (virtio_has_feature(vdev, VIRTIO_BLK_F_CONFIG_WCE)) {
-		virtio_cread(vdev, struct virtio_blk_config, wce, &wce);
-		return wce;
-	}
-	return virtio_has_feature(vdev, VIRTIO_BLK_F_FLUSH);
-}
-
 /*
  * The device has no FUA. Request mode leaves it to blk-mq's flush
  * machinery; bio mode implements FUA itself (write, then flush, then
@@ -313,35 +302,24 @@ static ssize_t cache_type_store(struct device *dev,
 	 * gone it sends no flush for them. So no I/O runs while we flush and
 	 * switch, and a failed flush leaves the cache as it was.
 	 */
-	quiesce = !i && vbblk_writeback(vblk->vdev);
+	quiesce = !i && vbblk_config_writeback(vblk->vdev);
 	err = 0;
 	if (quiesce) {
 		vbblk_quiesce(vblk);
-		err = vbblk_vq_flush_sync(&vblk->vqs[0]);
+		err = vbblk_flush_sync(&vblk->vqs[0]);
 	}
 	if (!err) {
 		virtio_cwrite8(vblk->vdev,
 			       offsetof(struct virtio_blk_config, wce), i);
 		/* Report what the device accepted, not what we asked for. */
 		err = vbblk_update_write_cache(disk->queue,
-					       vbblk_writeback(vblk->vdev),
+					       vbblk_config_writeback(vblk->vdev),
 					       vbblk_fua(vblk));
 	}
 	if (quiesce)
 		vbblk_unquiesce(vblk);
 	mutex_unlock(&vblk->vdev_mutex);
 	return err ? err : count;
-}
-
-/* Is the write cache on now? False once the device is gone. */
-bool vbblk_write_cache_on(struct vbblk *vblk)
-{
-	bool wb;
-
-	mutex_lock(&vblk->vdev_mutex);
-	wb = vblk->vdev && vbblk_writeback(vblk->vdev);
-	mutex_unlock(&vblk->vdev_mutex);
-	return wb;
 }
 
 static ssize_t cache_type_show(struct device *dev,
@@ -611,7 +589,7 @@ static int vbblk_build_limits(struct vbblk *vblk, struct queue_limits *lim,
 		lim->io_opt = lbs * v;
 	}
 
-	feat->write_cache = vbblk_writeback(vdev);
+	feat->write_cache = vbblk_config_writeback(vdev);
 	feat->fua = vbblk_fua(vblk);
 
 	if (virtio_has_feature(vdev, VIRTIO_BLK_F_DISCARD)) {
@@ -801,7 +779,6 @@ static int vbblk_probe(struct virtio_device *vdev)
 	mutex_init(&vblk->vdev_mutex);
 	INIT_WORK(&vblk->config_work, vbblk_config_work);
 	INIT_DELAYED_WORK(&vblk->dead_work, vbblk_dead_check);
-	atomic_set(&vblk->plug_refs, 0);
 	vblk->stats = alloc_percpu(struct vbblk_stats);
 	if (!vblk->stats) {
 		err = -ENOMEM;

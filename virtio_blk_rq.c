@@ -2,7 +2,8 @@
 /*
  * The request path: a blk-mq queue whose hardware contexts map one to one
  * onto virtqueues. It serves the disk in request mode and carries
- * driver-private commands (GET_ID, SG_IO) in every mode.
+ * driver-private commands (GET_ID, SG_IO) in every mode. Below it:
+ * command building (vbblk_cmd.c) and the ring (vbblk_ring.c).
  */
 #include <linux/slab.h>
 
@@ -38,17 +39,14 @@ static blk_status_t vbblk_rq_setup_ranges(struct vbblk *vblk,
 	 * discard built from one bio that was never merged).
 	 */
 	if (n == 1) {
-		range->sector = cpu_to_le64(blk_rq_pos(req));
-		range->num_sectors = cpu_to_le32(blk_rq_sectors(req));
-		range->flags = cpu_to_le32(flags);
+		vbblk_range_set(range, blk_rq_pos(req), blk_rq_sectors(req),
+				flags);
 	} else {
 		__rq_for_each_bio(bio, req) {
 			if (WARN_ON_ONCE(i == n))
 				break;
-			range[i].sector = cpu_to_le64(bio->bi_iter.bi_sector);
-			range[i].num_sectors = cpu_to_le32(bio_sectors(bio));
-			range[i].flags = cpu_to_le32(flags);
-			i++;
+			vbblk_range_set(&range[i++], bio->bi_iter.bi_sector,
+					bio_sectors(bio), flags);
 		}
 	}
 
@@ -87,17 +85,18 @@ static blk_status_t vbblk_rq_setup(struct vbblk *vblk, struct request *req,
 	if (blk_rq_is_passthrough(req)) {
 		type = cmd->drv_type;
 		sector = cmd->drv_sector;
-	} else if (!vbblk_op_type(req_op(req), &type)) {
-		return BLK_STS_NOTSUPP;
+	} else {
+		type = vbblk_op_type(req_op(req));
+		if (type == VBBLK_T_NONE)
+			return BLK_STS_NOTSUPP;
 	}
 	if (type == VIRTIO_BLK_T_FLUSH)
 		sector = 0;
 	/* Retrying a failed merged request: only its first remaining bio. */
-	if (unlikely(cmd->retry))
+	if (unlikely(cmd->retry.active))
 		sector = req->bio->bi_iter.bi_sector;
 
 	vbblk_iohdr_init(vblk, &cmd->hdr, type, sector);
-	cmd->hdr.kind = VBBLK_KIND_RQ;
 
 	/* SG_IO builds its own range payload and sends it as data. */
 	if (!blk_rq_is_passthrough(req) &&
@@ -109,8 +108,8 @@ static blk_status_t vbblk_rq_setup(struct vbblk *vblk, struct request *req,
 	}
 
 	*nents = 0;
-	segs = cmd->retry ? vbblk_bio_map(req->q, req->bio, NULL) :
-			    blk_rq_nr_phys_segments(req);
+	segs = cmd->retry.active ? vbblk_bio_map(req->q, req->bio, NULL) :
+				   blk_rq_nr_phys_segments(req);
 	if (!segs)
 		return BLK_STS_OK;
 
@@ -120,11 +119,17 @@ static blk_status_t vbblk_rq_setup(struct vbblk *vblk, struct request *req,
 		vbblk_rq_free_ranges(req);
 		return BLK_STS_RESOURCE;
 	}
-	if (unlikely(cmd->retry))
+	if (unlikely(cmd->retry.active))
 		*nents = vbblk_bio_map(req->q, req->bio, cmd->sg_table.sgl);
 	else
 		*nents = vbblk_rq_map_sg(req, cmd->sg_table.sgl);
 	return BLK_STS_OK;
+}
+
+/* A reap freed room on a ring that refused us: restart what we stopped. */
+static void vbblk_rq_room(struct vbblk_vq *vq)
+{
+	blk_mq_start_stopped_hw_queues(vq->vblk->rq_queue, true);
 }
 
 static blk_status_t vbblk_queue_rq(struct blk_mq_hw_ctx *hctx,
@@ -159,10 +164,10 @@ static blk_status_t vbblk_queue_rq(struct blk_mq_hw_ctx *hctx,
 	if (unlikely(err)) {
 		/*
 		 * Ring full: earlier requests of this dispatch may not have
-		 * been notified yet, so kick now. Stopping the queue under the
-		 * lock pairs with the restart after reaping in
-		 * vbblk_vq_end_chain(): a full ring always has a completion
-		 * coming that restarts it.
+		 * been notified yet, so kick now. Stopping the queue and
+		 * asking for room under the lock pairs with the reap that
+		 * frees it: a full ring always has a completion coming, and
+		 * vbblk_rq_room() restarts us after it.
 		 */
 		notify = vbblk_vq_kick_prepare(vq);
 		/*
@@ -174,7 +179,7 @@ static blk_status_t vbblk_queue_rq(struct blk_mq_hw_ctx *hctx,
 			err = -ENOMEM;
 		if (err == -ENOSPC) {
 			blk_mq_stop_hw_queue(hctx);
-			vq->hctx_stopped = true;
+			vbblk_vq_want_room(vq, vbblk_rq_room);
 		}
 		spin_unlock_irqrestore(&vq->lock, flags);
 		if (notify)
@@ -201,16 +206,16 @@ static void vbblk_commit_rqs(struct blk_mq_hw_ctx *hctx)
 }
 
 /* A merged read or write may carry bios of several submitters. */
-static bool vbblk_rq_may_retry(struct request *req)
+static bool vbblk_rq_merged(struct request *req)
 {
 	return (req_op(req) == REQ_OP_READ || req_op(req) == REQ_OP_WRITE) &&
 	       req->bio != req->biotail && !(req->rq_flags & RQF_FLUSH_SEQ);
 }
 
 /*
- * A failed merged request is sent again one bio at a time (requeued, its
- * first remaining bio each time), so that only the bios on bad sectors
- * fail, as if they had never been merged.
+ * A failed merged request is sent again one bio at a time
+ * (vbblk_retry_begin()): requeued, its first remaining bio each time,
+ * which blk_update_request() then ends with its own status.
  */
 static void vbblk_rq_complete(struct request *req)
 {
@@ -219,23 +224,30 @@ static void vbblk_rq_complete(struct request *req)
 	blk_status_t st = vbblk_status(&cmd->hdr);
 
 	vbblk_rq_unmap(req, cmd);
-	if (unlikely(cmd->retry)) {
+	if (unlikely(cmd->retry.active)) {
 		if (blk_update_request(req, st, req->bio->bi_iter.bi_size)) {
 			blk_mq_requeue_request(req, true);
 			return;
 		}
-		cmd->retry = false;
+		cmd->retry.active = false;
 		__blk_mq_end_request(req, st);
 		return;
 	}
-	if (unlikely(st == BLK_STS_IOERR && vbblk_rq_may_retry(req) &&
-		     !READ_ONCE(vblk->broken))) {
-		vbblk_stat_inc(vblk, VBBLK_STAT_RETRIED);
-		cmd->retry = true;
+	if (vbblk_retry_begin(&cmd->retry, vblk, st, vbblk_rq_merged(req))) {
 		blk_mq_requeue_request(req, true);
 		return;
 	}
 	blk_mq_end_request(req, st);
+}
+
+/* Called from the virtqueue interrupt with the command off the ring. */
+static void vbblk_rq_end_cmd(struct vbblk_iohdr *hdr)
+{
+	struct vbblk_cmd *cmd = container_of(hdr, struct vbblk_cmd, hdr);
+	struct request *req = blk_mq_rq_from_pdu(cmd);
+
+	if (likely(!blk_should_fake_timeout(req->q)))
+		blk_mq_complete_request(req);
 }
 
 /* Every request starts as not being retried; completion keeps it so. */
@@ -244,18 +256,9 @@ static int vbblk_init_request(struct blk_mq_tag_set *set, struct request *req,
 {
 	struct vbblk_cmd *cmd = blk_mq_rq_to_pdu(req);
 
-	cmd->retry = false;
+	cmd->hdr.end = vbblk_rq_end_cmd;
+	cmd->retry.active = false;
 	return 0;
-}
-
-/* Called from the virtqueue interrupt with the command off the ring. */
-void vbblk_rq_end_cmd(struct vbblk_iohdr *hdr)
-{
-	struct vbblk_cmd *cmd = container_of(hdr, struct vbblk_cmd, hdr);
-	struct request *req = blk_mq_rq_from_pdu(cmd);
-
-	if (likely(!blk_should_fake_timeout(req->q)))
-		blk_mq_complete_request(req);
 }
 
 /*

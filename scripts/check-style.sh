@@ -1,6 +1,7 @@
 #!/bin/bash
-# Style gate: W=1 build, sparse (C=2: every file) and checkpatch.pl from
-# Debian's linux-source-6.1. Any finding fails. KDIRS="DIR ..." builds
+# Style gate: W=1 build, sparse (C=2: every file), the layer order
+# (scripts/check-layers.sh) and checkpatch.pl from Debian's
+# linux-source-6.1. Any finding fails. KDIRS="DIR ..." builds
 # against each of those kernels (default: the Makefile's KDIR), e.g.
 #   KDIRS="$(ls -d /usr/src/linux-headers-*-amd64) \
 #          $(scripts/build-kernel.sh --path 7.2)/build" make check-style
@@ -38,6 +39,8 @@ for kdir in ${KDIRS:-$(make -s --no-print-directory kdir)}; do
 		grep -v 'Skipping BTF'; then
 		echo "check-style: compiler/sparse findings above ($kdir)"; fail=1
 	fi
+	scripts/check-layers.sh || fail=1
+	make -s clean KDIR="$kdir" >/dev/null 2>&1 || true
 	# The test-only modules (tests/kmod) are kernel code too.
 	make -s -C tests/kmod clean KDIR="$kdir" >/dev/null 2>&1 || true
 	if ! make -C tests/kmod C=2 W=1 CHECK="$chk" KDIR="$kdir" >"$log" 2>&1; then

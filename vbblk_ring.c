@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The ring layer both I/O paths share.
+ * The ring layer, the lowest: every command reaches the device here.
  *
  * Submission is split in two: buffers are added and the kick is prepared
  * under the virtqueue lock; the notify (a VM exit on real hardware) is sent
  * by the caller after dropping it, so other CPUs can fill the ring meanwhile.
- * Completion drains the used ring under the lock into a chain and the paths
- * end their I/O after the lock is released.
+ * Completion drains the used ring under the lock into a chain, and each
+ * command is ended after the lock is released through the ->end callback
+ * its issuer set: the ring never knows which path a command came from.
+ * A path refused for lack of room asks to be called back when a reap
+ * frees some (vbblk_vq_want_room()); its own ring-full state stays its own.
  */
-#include <linux/delay.h>
 #include <linux/interrupt.h>
 #include <linux/mm.h>
 #include <linux/slab.h>
@@ -16,30 +18,6 @@
 
 #include "vbblk.h"
 #include "include/vbblk_compat.h"
-
-void vbblk_iohdr_init(struct vbblk *vblk, struct vbblk_iohdr *hdr, u32 type,
-		      sector_t sector)
-{
-	struct virtio_device *vdev = vblk->vdev;
-
-	hdr->out.type = cpu_to_virtio32(vdev, type);
-	hdr->out.ioprio = 0;
-	hdr->out.sector = cpu_to_virtio64(vdev, sector);
-	/* A device that completes without writing status must not look OK. */
-	hdr->status = VIRTIO_BLK_S_IOERR;
-}
-
-blk_status_t vbblk_status(const struct vbblk_iohdr *hdr)
-{
-	switch (hdr->status) {
-	case VIRTIO_BLK_S_OK:
-		return BLK_STS_OK;
-	case VIRTIO_BLK_S_UNSUPP:
-		return BLK_STS_NOTSUPP;
-	default:
-		return BLK_STS_IOERR;
-	}
-}
 
 /* Put one command's buffers on the ring and count it; caller holds vq->lock. */
 static int vbblk_vq_add_sgs(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
@@ -53,6 +31,9 @@ static int vbblk_vq_add_sgs(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 	lockdep_assert_held(&vq->lock);
 	/* The device is given physical addresses: no vmalloc memory. */
 	if (WARN_ON_ONCE(is_vmalloc_addr(hdr)))
+		return -EIO;
+	/* Under the lock: vbblk_vqs_abort() then sees this command, or we it. */
+	if (unlikely(READ_ONCE(vblk->broken)))
 		return -EIO;
 
 	err = virtqueue_add_sgs(vq->vq, sgs, n_out, n_in, hdr, GFP_ATOMIC);
@@ -160,22 +141,54 @@ void vbblk_vq_kick(struct vbblk_vq *vq)
 }
 
 /*
- * Take every used buffer off the ring, oldest first, and the flag saying
- * queue_rq stopped its hctx. An interrupt-driven queue's callbacks are
- * re-enabled before returning, and the loop re-checks for buffers that
- * raced with re-enabling, so no completion is left without an interrupt.
- * A poll queue (@polled) keeps its callbacks off: one pass.
+ * Call @fn once after the next reap of @vq, which frees room: for a path
+ * whose command did not fit. Caller holds vq->lock, so a reap that frees
+ * the room after the refusal sees the request.
+ */
+void vbblk_vq_want_room(struct vbblk_vq *vq, vbblk_vq_fn fn)
+{
+	unsigned int i;
+
+	lockdep_assert_held(&vq->lock);
+	for (i = 0; i < ARRAY_SIZE(vq->room); i++) {
+		if (vq->room[i] == fn)
+			return;
+		if (!vq->room[i]) {
+			vq->room[i] = fn;
+			return;
+		}
+	}
+	WARN_ON_ONCE(1);	/* more waiters than paths */
+}
+
+/* Take the room requests, to be run once the lock is dropped. */
+static void vbblk_vq_take_room(struct vbblk_vq *vq,
+			       vbblk_vq_fn room[VBBLK_ROOM_WAITERS])
+{
+	unsigned int i;
+
+	for (i = 0; i < VBBLK_ROOM_WAITERS; i++) {
+		room[i] = vq->room[i];
+		vq->room[i] = NULL;
+	}
+}
+
+/*
+ * Take every used buffer off the ring, oldest first, with the room
+ * requests. An interrupt-driven queue's callbacks are re-enabled before
+ * returning, and the loop re-checks for buffers that raced with
+ * re-enabling, so no completion is left without an interrupt. A poll
+ * queue (@polled) keeps its callbacks off: one pass.
  */
 static struct vbblk_iohdr *vbblk_vq_reap(struct vbblk_vq *vq, bool polled,
-					 bool *restart)
+					 vbblk_vq_fn room[VBBLK_ROOM_WAITERS])
 {
 	struct vbblk_iohdr *head = NULL, **tail = &head, *hdr;
 	unsigned long flags;
 	unsigned int len;
 
 	spin_lock_irqsave(&vq->lock, flags);
-	*restart = vq->hctx_stopped;
-	vq->hctx_stopped = false;
+	vbblk_vq_take_room(vq, room);
 	for (;;) {
 		if (!polled)
 			virtqueue_disable_cb(vq->vq);
@@ -195,84 +208,28 @@ static struct vbblk_iohdr *vbblk_vq_reap(struct vbblk_vq *vq, bool polled,
 	return head;
 }
 
-/* A command whose issuer sleeps until it comes back. */
-struct vbblk_sync_cmd {
-	struct vbblk_iohdr hdr;
-	struct completion done;
-};
-
-static void vbblk_sync_end(struct vbblk_iohdr *hdr)
-{
-	complete(&container_of(hdr, struct vbblk_sync_cmd, hdr)->done);
-}
-
 /*
- * One device FLUSH on @vq, waited for, outside either I/O path: for a
- * caller that has quiesced the disk's queue and must still reach the
- * device (cache_type). A full ring is waited out: nothing else waits on us.
- */
-int vbblk_vq_flush_sync(struct vbblk_vq *vq)
-{
-	struct vbblk_sync_cmd *cmd;
-	unsigned long flags;
-	bool notify;
-	int err;
-
-	/* kmalloc: the device writes the status byte. */
-	cmd = kzalloc(sizeof(*cmd), GFP_KERNEL);
-	if (!cmd)
-		return -ENOMEM;
-	cmd->hdr.kind = VBBLK_KIND_SYNC;
-	init_completion(&cmd->done);
-	vbblk_iohdr_init(vq->vblk, &cmd->hdr, VIRTIO_BLK_T_FLUSH, 0);
-	for (;;) {
-		spin_lock_irqsave(&vq->lock, flags);
-		err = READ_ONCE(vq->vblk->broken) ? -EIO :
-			vbblk_vq_add(vq, &cmd->hdr, NULL, false);
-		notify = !err && vbblk_vq_kick_prepare(vq);
-		spin_unlock_irqrestore(&vq->lock, flags);
-		if (err != -ENOSPC)
-			break;
-		usleep_range(100, 1000);
-	}
-	if (notify)
-		vbblk_vq_notify(vq);
-	if (!err) {
-		wait_for_completion(&cmd->done);
-		err = blk_status_to_errno(vbblk_status(&cmd->hdr));
-	}
-	kfree(cmd);
-	return err;
-}
-
-/*
- * End a reaped chain, outside the lock; returns how many ended. @restart:
- * queue_rq found the ring full and stopped its hctx. Only then restart:
- * walking every hctx on each completion would cost more than the I/O.
+ * End a reaped chain, outside the lock; returns how many ended. Then the
+ * paths that wanted room retry, and the queue's owner does its work for
+ * a completion (the bio path sends batches held for one).
  */
 static int vbblk_vq_end_chain(struct vbblk_vq *vq, struct vbblk_iohdr *done,
-			      bool restart)
+			      vbblk_vq_fn room[VBBLK_ROOM_WAITERS])
 {
-	struct vbblk *vblk = vq->vblk;
 	struct vbblk_iohdr *next;
+	unsigned int i;
 	int n = 0;
 
 	for (; done; done = next, n++) {
 		/* A command may be reused once ended: read the link first. */
 		next = done->done_next;
-		if (done->kind == VBBLK_KIND_BIO)
-			vbblk_bio_end_cmd(done);
-		else if (done->kind == VBBLK_KIND_RQ)
-			vbblk_rq_end_cmd(done);
-		else
-			vbblk_sync_end(done);
+		done->end(done);
 	}
-
-	if (n && vblk->mode == VBBLK_MODE_BIO)
-		vbblk_bio_vq_done(vq);
-	/* Room on the ring again for a blk-mq queue stopped by -ENOSPC. */
-	if (restart)
-		blk_mq_start_stopped_hw_queues(vblk->rq_queue, true);
+	for (i = 0; i < VBBLK_ROOM_WAITERS; i++)
+		if (room[i])
+			room[i](vq);
+	if (n && vq->reaped)
+		vq->reaped(vq);
 	return n;
 }
 
@@ -280,11 +237,11 @@ static void vbblk_vq_done(struct virtqueue *_vq)
 {
 	struct vbblk *vblk = _vq->vdev->priv;
 	struct vbblk_vq *vq = &vblk->vqs[_vq->index];
+	vbblk_vq_fn room[VBBLK_ROOM_WAITERS];
 	struct vbblk_iohdr *done;
-	bool restart;
 
-	done = vbblk_vq_reap(vq, false, &restart);
-	vbblk_vq_end_chain(vq, done, restart);
+	done = vbblk_vq_reap(vq, false, room);
+	vbblk_vq_end_chain(vq, done, room);
 }
 
 /*
@@ -306,11 +263,11 @@ static void vbblk_vq_poll_signal(struct virtqueue *_vq)
  */
 int vbblk_vq_poll(struct vbblk_vq *vq)
 {
+	vbblk_vq_fn room[VBBLK_ROOM_WAITERS];
 	struct vbblk_iohdr *done;
-	bool restart;
 
-	done = vbblk_vq_reap(vq, true, &restart);
-	return vbblk_vq_end_chain(vq, done, restart);
+	done = vbblk_vq_reap(vq, true, room);
+	return vbblk_vq_end_chain(vq, done, room);
 }
 
 /*
@@ -345,8 +302,7 @@ int vbblk_init_vqs(struct vbblk *vblk, unsigned int want, unsigned int npoll)
 		vq->vblk = vblk;
 		vq->index = i;
 		vq->inflight = 0;
-		INIT_LIST_HEAD(&vq->parked);
-		init_waitqueue_head(&vq->wait);
+		memset(vq->room, 0, sizeof(vq->room));
 		if (i < want - npoll) {
 			snprintf(vq->name, sizeof(vq->name), "req.%u", i);
 			callbacks[i] = vbblk_vq_done;
@@ -409,9 +365,10 @@ unsigned long vbblk_vqs_completed(struct vbblk *vblk)
 /*
  * Give up on a device that stopped answering (its vhost-user backend
  * died): reset it, after which it never touches our buffers again, and end
- * everything it held, and every parked bio command, with an I/O error.
- * From here on both paths fail new I/O at once (vblk->broken), including
- * the bio-by-bio retries the errors would otherwise start.
+ * everything it held with an I/O error. From here on the ring refuses
+ * every command (vblk->broken), so the paths that wanted room, called
+ * now, fail what they kept back, and new I/O fails at once, including the
+ * bio-by-bio retries the errors would otherwise start.
  */
 void vbblk_vqs_abort(struct vbblk *vblk)
 {
@@ -422,27 +379,19 @@ void vbblk_vqs_abort(struct vbblk *vblk)
 	for (i = 0; i < vblk->num_vqs; i++) {
 		struct vbblk_vq *vq = &vblk->vqs[i];
 		struct vbblk_iohdr *head = NULL, **tail = &head, *hdr;
-		struct vbblk_bio_cmd *cmd, *tmp;
+		vbblk_vq_fn room[VBBLK_ROOM_WAITERS];
 		unsigned long flags;
-		bool restart;
 
 		spin_lock_irqsave(&vq->lock, flags);
 		while ((hdr = virtqueue_detach_unused_buf(vq->vq)) != NULL) {
+			hdr->status = VIRTIO_BLK_S_IOERR;
 			*tail = hdr;
 			tail = &hdr->done_next;
 			WRITE_ONCE(vq->inflight, vq->inflight - 1);
 		}
-		list_for_each_entry_safe(cmd, tmp, &vq->parked, park) {
-			list_del_init(&cmd->park);
-			*tail = &cmd->hdr;
-			tail = &cmd->hdr.done_next;
-		}
 		*tail = NULL;
-		for (hdr = head; hdr; hdr = hdr->done_next)
-			hdr->status = VIRTIO_BLK_S_IOERR;
-		restart = vq->hctx_stopped;
-		vq->hctx_stopped = false;
+		vbblk_vq_take_room(vq, room);
 		spin_unlock_irqrestore(&vq->lock, flags);
-		vbblk_vq_end_chain(vq, head, restart);
+		vbblk_vq_end_chain(vq, head, room);
 	}
 }

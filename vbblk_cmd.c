@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Command building, shared by every path, above the ring: the header, the
+ * data scatterlist of a bio, discard/write-zeroes ranges, the bio-by-bio
+ * retry of a failed merged command, and a FLUSH waited for.
+ */
+#include <linux/delay.h>
+#include <linux/slab.h>
+#include <linux/virtio_config.h>
+
+#include "vbblk.h"
+
+void vbblk_iohdr_init(struct vbblk *vblk, struct vbblk_iohdr *hdr, u32 type,
+		      sector_t sector)
+{
+	struct virtio_device *vdev = vblk->vdev;
+
+	hdr->out.type = cpu_to_virtio32(vdev, type);
+	hdr->out.ioprio = 0;
+	hdr->out.sector = cpu_to_virtio64(vdev, sector);
+	/* A device that completes without writing status must not look OK. */
+	hdr->status = VIRTIO_BLK_S_IOERR;
+}
+
+blk_status_t vbblk_status(const struct vbblk_iohdr *hdr)
+{
+	switch (hdr->status) {
+	case VIRTIO_BLK_S_OK:
+		return BLK_STS_OK;
+	case VIRTIO_BLK_S_UNSUPP:
+		return BLK_STS_NOTSUPP;
+	default:
+		return BLK_STS_IOERR;
+	}
+}
+
+/*
+ * Scatterlist entries for one bio, cut exactly as the block layer counts
+ * segments when it splits (bio_split_to_limits): each multi-page bvec in
+ * pieces of at most max_segment_size that do not cross the segment
+ * boundary. So a split bio never needs more entries than max_segments.
+ * With @sg NULL, only count. @sg's table must end where the entries do.
+ */
+unsigned int vbblk_bio_map(struct request_queue *q, struct bio *bio,
+			   struct scatterlist *sg)
+{
+	unsigned long mask = queue_segment_boundary(q);
+	unsigned int max_seg = queue_max_segment_size(q);
+	struct bvec_iter iter;
+	struct bio_vec bv;
+	unsigned int n = 0;
+
+	bio_for_each_bvec(bv, bio, iter) {
+		struct page *page = bv.bv_page;
+		unsigned int off = bv.bv_offset, left = bv.bv_len;
+
+		while (left) {
+			phys_addr_t pa = page_to_phys(page) + off;
+			unsigned int len = min_t(unsigned long, left,
+						 min_t(unsigned long, max_seg,
+						       mask - (pa & mask) + 1));
+
+			/* sg_next(): the table may be chained (request path). */
+			if (sg) {
+				sg_set_page(sg, page + (off >> PAGE_SHIFT), len,
+					    offset_in_page(off));
+				sg = sg_next(sg);
+			}
+			n++;
+			off += len;
+			left -= len;
+		}
+	}
+	return n;
+}
+
+/*
+ * A merged read or write carries bios of several submitters; if it fails,
+ * each bio is sent again on its own, so that only the bios on bad sectors
+ * fail, as if they had never been merged. Both paths keep the bios still
+ * to send in a chain whose head goes next (a bio command's ->bio, a
+ * request's ->bio). Returns true if the retry starts now.
+ */
+bool vbblk_retry_begin(struct vbblk_retry *r, struct vbblk *vblk,
+		       blk_status_t st, bool merged)
+{
+	if (likely(st != BLK_STS_IOERR) || !merged || r->active ||
+	    READ_ONCE(vblk->broken))
+		return false;
+	vbblk_stat_inc(vblk, VBBLK_STAT_RETRIED);
+	r->active = true;
+	return true;
+}
+
+/* A command whose issuer sleeps until it comes back. */
+struct vbblk_sync_cmd {
+	struct vbblk_iohdr hdr;
+	struct completion done;
+};
+
+static void vbblk_sync_end(struct vbblk_iohdr *hdr)
+{
+	complete(&container_of(hdr, struct vbblk_sync_cmd, hdr)->done);
+}
+
+/*
+ * One device FLUSH on @vq, waited for, outside either I/O path: for a
+ * caller that has quiesced the disk's queue and must still reach the
+ * device (cache_type). A full ring is waited out: nothing else waits on us.
+ */
+int vbblk_flush_sync(struct vbblk_vq *vq)
+{
+	struct vbblk_sync_cmd *cmd;
+	unsigned long flags;
+	bool notify;
+	int err;
+
+	/* kmalloc: the device writes the status byte. */
+	cmd = kzalloc(sizeof(*cmd), GFP_KERNEL);
+	if (!cmd)
+		return -ENOMEM;
+	cmd->hdr.end = vbblk_sync_end;
+	init_completion(&cmd->done);
+	vbblk_iohdr_init(vq->vblk, &cmd->hdr, VIRTIO_BLK_T_FLUSH, 0);
+	for (;;) {
+		spin_lock_irqsave(&vq->lock, flags);
+		err = vbblk_vq_add(vq, &cmd->hdr, NULL, false);
+		notify = !err && vbblk_vq_kick_prepare(vq);
+		spin_unlock_irqrestore(&vq->lock, flags);
+		if (err != -ENOSPC)
+			break;
+		usleep_range(100, 1000);
+	}
+	if (notify)
+		vbblk_vq_notify(vq);
+	if (!err) {
+		wait_for_completion(&cmd->done);
+		err = blk_status_to_errno(vbblk_status(&cmd->hdr));
+	}
+	kfree(cmd);
+	return err;
+}
