@@ -61,42 +61,32 @@ static const struct kernel_param_ops vbblk_mode_ops = {
 module_param_cb(mode, &vbblk_mode_ops, NULL, 0444);
 MODULE_PARM_DESC(mode, "I/O path: bio (submit_bio, batching) or request (blk-mq) (default: bio)");
 
-/* An unsigned parameter with a range; the bounds travel in kp->arg. */
-struct vbblk_uint_param {
-	unsigned int *val;
-	unsigned int min, max;
-};
-
-static int vbblk_uint_set(const char *val, const struct kernel_param *kp)
+/*
+ * An unsigned parameter with a range: the kernel's param_set_uint_minmax(),
+ * and a dmesg line that says why a value is refused.
+ */
+static int vbblk_uint_set(const char *val, const struct kernel_param *kp,
+			  unsigned int min, unsigned int max)
 {
-	const struct vbblk_uint_param *p = kp->arg;
-	unsigned int v;
+	int err = param_set_uint_minmax(val, kp, min, max);
 
-	if (kstrtouint(val, 0, &v) || v < p->min || v > p->max) {
-		pr_err("%s=%s is not valid: use %u..%u\n", kp->name, val, p->min,
-		       p->max);
-		return -EINVAL;
-	}
-	WRITE_ONCE(*p->val, v);
-	return 0;
+	if (err)
+		pr_err("%s=%s is not valid: use %u..%u\n", kp->name, val, min,
+		       max);
+	return err;
 }
-
-static int vbblk_uint_get(char *buf, const struct kernel_param *kp)
-{
-	const struct vbblk_uint_param *p = kp->arg;
-
-	return sysfs_emit(buf, "%u\n", READ_ONCE(*p->val));
-}
-
-static const struct kernel_param_ops vbblk_uint_ops = {
-	.set = vbblk_uint_set,
-	.get = vbblk_uint_get,
-};
 
 #define VBBLK_UINT_PARAM(name, var, min, max, perm, desc)		\
-	static struct vbblk_uint_param vbblk_param_##name = {		\
-		&(var), (min), (max) };					\
-	module_param_cb(name, &vbblk_uint_ops, &vbblk_param_##name, perm); \
+	static int vbblk_##name##_set(const char *val,			\
+				      const struct kernel_param *kp)	\
+	{								\
+		return vbblk_uint_set(val, kp, (min), (max));		\
+	}								\
+	static const struct kernel_param_ops vbblk_##name##_ops = {	\
+		.set = vbblk_##name##_set,				\
+		.get = param_get_uint,					\
+	};								\
+	module_param_cb(name, &vbblk_##name##_ops, &(var), perm);	\
 	MODULE_PARM_DESC(name, desc)
 
 VBBLK_UINT_PARAM(num_queues, vbblk_num_queues, 1, VBBLK_MAX_QUEUES, 0444,
