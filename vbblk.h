@@ -76,7 +76,14 @@ extern unsigned int vbblk_queue_depth;
 extern bool vbblk_batch;
 extern unsigned int vbblk_batch_max_bios;
 extern unsigned int vbblk_batch_max_kb;
+
+/* Debug builds' knobs in debugfs (virtio_blk_core.c), else constants. */
+#ifdef VBBLK_DEBUG
 extern bool vbblk_debug_skip_fua_flush;
+#define vbblk_skip_fua_flush()	READ_ONCE(vbblk_debug_skip_fua_flush)
+#else
+#define vbblk_skip_fua_flush()	false
+#endif
 
 /* Per-disk counters, exact once I/O is idle: /sys/block/vdX/vbblk/. */
 enum vbblk_stat {

@@ -288,7 +288,7 @@ static void vbblk_bio_submit_flush(struct vbblk *vblk, struct bio *bio)
 	vbblk_bio_cmd_add_bio(cmd, bio, bio->bi_iter.bi_size ?
 				   vbblk_bio_segs(vblk, bio) : 0);
 	cmd->postflush = write && (bio->bi_opf & REQ_FUA) && cmd->bytes &&
-			 !READ_ONCE(vbblk_debug_skip_fua_flush);
+			 !vbblk_skip_fua_flush();
 
 	if ((bio->bi_opf & REQ_PREFLUSH) || !write) {
 		cmd->stage = VBBLK_STAGE_PREFLUSH;

@@ -4,6 +4,7 @@
  * limits, disk naming, sysfs attributes, capacity changes, remove and PM.
  * The I/O paths live in virtio_blk_rq.c (blk-mq) and virtio_blk_bio.c.
  */
+#include <linux/debugfs.h>
 #include <linux/delay.h>
 #include <linux/hdreg.h>
 #include <linux/idr.h>
@@ -100,7 +101,7 @@ VBBLK_UINT_PARAM(poll_queues, vbblk_poll_queues, 0, VBBLK_MAX_POLL_QUEUES, 0444,
 
 /*
  * Booleans, strictly: the kernel's own parser takes any word starting with
- * y, n, 1 or 0 ("yes2" is true), too loose for a switch that can lose data.
+ * y, n, 1 or 0 ("yes2" is true): garbage must be refused like any other.
  */
 static int vbblk_bool_set(const char *val, const struct kernel_param *kp)
 {
@@ -118,11 +119,6 @@ static int vbblk_bool_set(const char *val, const struct kernel_param *kp)
 	       kp->name, val);
 	return -EINVAL;
 }
-
-static const struct kernel_param_ops vbblk_bool_ops = {
-	.set = vbblk_bool_set,
-	.get = param_get_bool,
-};
 
 /* Turning batching off sends what is held: nothing waits on it any more. */
 static int vbblk_batch_set(const char *val, const struct kernel_param *kp)
@@ -148,15 +144,30 @@ VBBLK_UINT_PARAM(batch_max_bios, vbblk_batch_max_bios, 1, 256, 0644,
 VBBLK_UINT_PARAM(batch_max_kb, vbblk_batch_max_kb, 1, 4096, 0444,
 		 "bio mode: most KiB in one batched command, 1..4096, capped by the queue's max_sectors_kb at probe (default: 512)");
 
+#ifdef VBBLK_DEBUG
 /*
- * Breaks durability on purpose, so the power-cut test can show it catches
- * a missing flush (tests/lib/powercut.py). Never set it for real use.
+ * Debug builds only (make VBBLK_DEBUG=y), in debugfs, never a module
+ * parameter: skip_fua_flush breaks durability on purpose, so the
+ * power-cut and flush tests can show they catch a missing flush.
  */
 bool vbblk_debug_skip_fua_flush;
-module_param_cb(debug_skip_fua_flush, &vbblk_bool_ops,
-		&vbblk_debug_skip_fua_flush, 0644);
-MODULE_PARM_DESC(debug_skip_fua_flush,
-		 "DEBUG, loses data on power loss: bio mode completes FUA writes without their flush (default: N)");
+static struct dentry *vbblk_debugfs;
+
+static void vbblk_debugfs_init(void)
+{
+	vbblk_debugfs = debugfs_create_dir(VBBLK_NAME, NULL);
+	debugfs_create_bool("skip_fua_flush", 0600, vbblk_debugfs,
+			    &vbblk_debug_skip_fua_flush);
+}
+
+static void vbblk_debugfs_exit(void)
+{
+	debugfs_remove_recursive(vbblk_debugfs);
+}
+#else
+static void vbblk_debugfs_init(void) { }
+static void vbblk_debugfs_exit(void) { }
+#endif
 
 /* ---- Disk naming ---- */
 
@@ -1005,6 +1016,7 @@ static int __init vbblk_init(void)
 	err = register_virtio_driver(&vbblk_driver);
 	if (err)
 		goto out_blkdev;
+	vbblk_debugfs_init();
 	return 0;
 
 out_blkdev:
@@ -1016,6 +1028,7 @@ out_cpuhp:
 
 static void __exit vbblk_exit(void)
 {
+	vbblk_debugfs_exit();
 	unregister_virtio_driver(&vbblk_driver);
 	unregister_blkdev(vbblk_major, VBBLK_NAME);
 	vbblk_batch_cpuhp_exit();

@@ -28,8 +28,7 @@ garbage() { # FILE VALUE...: each write fails and the file keeps its value
 if [ "$DRIVER" = vbblk ]; then
 	P=/sys/module/vbblk/parameters
 	garbage $P/batch_max_bios 0 257 -1 abc 99999999999999999999 " "
-	garbage $P/batch maybe 2 -1 " "
-	garbage $P/debug_skip_fua_flush yes2 7
+	garbage $P/batch maybe 2 -1 yes2 " "
 	for s in /sys/block/$h/vbblk/*; do
 		if echo 1 > "$s" 2>/dev/null; then fail "$s is writable"; fi
 	done

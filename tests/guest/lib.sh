@@ -37,6 +37,15 @@ drv_load() {
 		# dependencies (virtio, virtio_ring) are already loaded by virtio_pci
 		# VBPARAMS (tests/run: VBBLK_PARAMS=...) come first, test params override
 		insmod "$VBBLK_KO" $VBPARAMS "$@" || fail "insmod vbblk $VBPARAMS $* failed"
+		# VBDEBUGFS (tests/run: VBBLK_DEBUGFS=...): knobs of a VBBLK_DEBUG=y build
+		for _k in $VBDEBUGFS; do
+			grep -q " /sys/kernel/debug " /proc/mounts ||
+				mount -t debugfs none /sys/kernel/debug
+			[ -e "/sys/kernel/debug/vbblk/${_k%%=*}" ] ||
+				fail "no debugfs knob vbblk/${_k%%=*}: vbblk.ko not built with VBBLK_DEBUG=y"
+			echo "${_k#*=}" > "/sys/kernel/debug/vbblk/${_k%%=*}" ||
+				fail "could not set debugfs vbblk/$_k"
+		done
 	else
 		modprobe virtio_blk "$@" || fail "modprobe virtio_blk $* failed"
 	fi

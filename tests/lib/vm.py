@@ -74,6 +74,10 @@ def known_reports(text):
 # boots so too, for its own reason).
 TSC_ARG = 'tsc=reliable'
 
+# VBBLK_DEBUGFS="knob=value ...": the debug knobs of a `make VBBLK_DEBUG=y`
+# vbblk (/sys/kernel/debug/vbblk/), set by the guest's drv_load in every boot
+DEBUGFS = os.environ.get('VBBLK_DEBUGFS', '').strip()
+
 
 def _bad_lines(text):
     """The lines of text that fail a test. A KCSAN report none of whose
@@ -359,6 +363,8 @@ class Guest:
                                     'vbtoken=%s' % self.token] +
                                    (['vbparams=%s' % ','.join(self.vbblk_params.split())]
                                     if self.vbblk_params else []) +
+                                   (['vbdebugfs=%s' % ','.join(DEBUGFS.split())]
+                                    if DEBUGFS else []) +
                                    ([self.append] if self.append else []) +
                                    ([boot_args] if boot_args else [])),
                '-serial', 'file:%s' % self.console, '-monitor', 'none',
