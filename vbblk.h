@@ -7,7 +7,7 @@
  *   core        virtio_blk_core.c, vbblk_stats.c: probe, limits, sysfs,
  *               lifecycle, module parameters
  *   ioctl       vbblk_ioctl.c: SG_IO and the SCSI ioctls
- *   scsi        vbblk_scsi.c: SCSI commands translated
+ *   scsi        vbblk_scsi.c: SCSI commands translated (VBBLK_SCSI=y)
  *   sg          vbblk_sg.c: SG_IO buffers and commands
  *   paths       virtio_blk_bio.c (submit_bio), virtio_blk_rq.c (blk-mq)
  *   batch       virtio_blk_batch.c: per-CPU batches and plugs (bio path)
@@ -505,8 +505,19 @@ int vbblk_sg_copy_out(struct vbblk_sg *sg, const void *buf,
 		      unsigned int len);
 void vbblk_scsi_set_sense(struct vbblk_sg *sg, u8 key, u8 asc, u8 ascq);
 
-/* SCSI commands answered by translating them into virtio-blk commands. */
+/*
+ * SCSI commands answered by translating them into virtio-blk commands.
+ * Built with VBBLK_SCSI=y (the default); without it a disk whose device
+ * has no legacy SCSI passthrough is no SCSI device: SG_IO gets -ENOTTY.
+ */
+#ifdef VBBLK_SCSI
 int vbblk_scsi_translate(struct vbblk_sg *sg);
+#else
+static inline int vbblk_scsi_translate(struct vbblk_sg *sg)
+{
+	return -ENOTTY;
+}
+#endif
 
 int vbblk_ioctl(struct block_device *bdev, vbblk_open_mode_t mode,
 		unsigned int cmd, unsigned long arg);

@@ -1,7 +1,7 @@
 #!/bin/bash
-# Style gate: W=1 build, sparse (C=2: every file), the layer order
-# (scripts/check-layers.sh) and checkpatch.pl from Debian's
-# linux-source-6.1. Any finding fails. KDIRS="DIR ..." builds
+# Style gate: W=1 build, sparse (C=2: every file), with and without
+# VBBLK_SCSI, the layer order (scripts/check-layers.sh) and checkpatch.pl
+# from Debian's linux-source-6.1. Any finding fails. KDIRS="DIR ..." builds
 # against each of those kernels (default: the Makefile's KDIR), e.g.
 #   KDIRS="$(ls -d /usr/src/linux-headers-*-amd64) \
 #          $(scripts/build-kernel.sh --path 7.2)/build" make check-style
@@ -38,6 +38,16 @@ for kdir in ${KDIRS:-$(make -s --no-print-directory kdir)}; do
 	if grep -E 'warning:|error:|not available or not up to date' "$log" |
 		grep -v 'Skipping BTF'; then
 		echo "check-style: compiler/sparse findings above ($kdir)"; fail=1
+	fi
+	scripts/check-layers.sh || fail=1
+	# The build without the SCSI translation (VBBLK_SCSI=n) must hold too.
+	make -s clean KDIR="$kdir" >/dev/null 2>&1 || true
+	if ! make C=2 W=1 CHECK="$chk" KDIR="$kdir" VBBLK_SCSI=n >"$log" 2>&1; then
+		cat "$log"; echo "check-style: VBBLK_SCSI=n build failed against $kdir"; exit 1
+	fi
+	if grep -E 'warning:|error:|not available or not up to date' "$log" |
+		grep -v 'Skipping BTF'; then
+		echo "check-style: VBBLK_SCSI=n findings above ($kdir)"; fail=1
 	fi
 	scripts/check-layers.sh || fail=1
 	make -s clean KDIR="$kdir" >/dev/null 2>&1 || true
