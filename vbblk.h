@@ -14,6 +14,7 @@
  *   bio_cmd     virtio_blk_bio_cmd.c: bio commands, parking (bio path)
  *   cmd         vbblk_cmd.c: header, data map, ranges, retry, sync flush
  *   ring        vbblk_ring.c: add, kick/notify, reap, abort
+ *   trace       vbblk_trace.c: the tracepoints (vbblk_trace.h)
  * The ring ends a command through the ->end callback its issuer set.
  *
  * One private header, in the same order, bottom first: one struct per
@@ -334,7 +335,7 @@ blk_status_t vbblk_status(const struct vbblk_iohdr *hdr);
 unsigned int vbblk_bio_map(struct request_queue *q, struct bio *bio,
 			   struct scatterlist *sg);
 bool vbblk_retry_begin(struct vbblk_retry *r, struct vbblk *vblk,
-		       blk_status_t st, bool merged);
+		       blk_status_t st, bool merged, sector_t sector);
 int vbblk_flush_sync(struct vbblk_vq *vq);
 
 /* Data scatterlist entries of a bio on the bio-mode disk. */

@@ -9,6 +9,7 @@
 #include <linux/virtio_config.h>
 
 #include "vbblk.h"
+#include "vbblk_trace.h"
 
 void vbblk_iohdr_init(struct vbblk *vblk, struct vbblk_iohdr *hdr, u32 type,
 		      sector_t sector)
@@ -79,15 +80,16 @@ unsigned int vbblk_bio_map(struct request_queue *q, struct bio *bio,
  * each bio is sent again on its own, so that only the bios on bad sectors
  * fail, as if they had never been merged. Both paths keep the bios still
  * to send in a chain whose head goes next (a bio command's ->bio, a
- * request's ->bio). Returns true if the retry starts now.
+ * request's ->bio), from @sector. Returns true if the retry starts now.
  */
 bool vbblk_retry_begin(struct vbblk_retry *r, struct vbblk *vblk,
-		       blk_status_t st, bool merged)
+		       blk_status_t st, bool merged, sector_t sector)
 {
 	if (likely(st != BLK_STS_IOERR) || !merged || r->active ||
 	    READ_ONCE(vblk->broken))
 		return false;
 	vbblk_stat_inc(vblk, VBBLK_STAT_RETRIED);
+	trace_vbblk_retry(vblk, sector, blk_status_to_errno(st));
 	r->active = true;
 	return true;
 }

@@ -18,6 +18,7 @@
 
 #include "vbblk.h"
 #include "include/vbblk_compat.h"
+#include "vbblk_trace.h"
 
 /* Put one command's buffers on the ring and count it; caller holds vq->lock. */
 static int vbblk_vq_add_sgs(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
@@ -39,6 +40,13 @@ static int vbblk_vq_add_sgs(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 	err = virtqueue_add_sgs(vq->vq, sgs, n_out, n_in, hdr, GFP_ATOMIC);
 	if (err)
 		return err;
+	if (trace_vbblk_cmd_queue_enabled()) {
+		unsigned int i, descs = 0;
+
+		for (i = 0; i < n_out + n_in; i++)
+			descs += sg_nents(sgs[i]);
+		trace_vbblk_cmd_queue(vq, hdr, descs);
+	}
 
 	/* Read without the lock by the batch hold test. */
 	WRITE_ONCE(vq->inflight, vq->inflight + 1);
@@ -124,6 +132,7 @@ bool vbblk_vq_kick_prepare(struct vbblk_vq *vq)
 void vbblk_vq_notify(struct vbblk_vq *vq)
 {
 	vbblk_stat_inc(vq->vblk, VBBLK_STAT_NOTIFIES);
+	trace_vbblk_notify(vq);
 	virtqueue_notify(vq->vq);
 }
 
@@ -223,6 +232,7 @@ static int vbblk_vq_end_chain(struct vbblk_vq *vq, struct vbblk_iohdr *done,
 	for (; done; done = next, n++) {
 		/* A command may be reused once ended: read the link first. */
 		next = done->done_next;
+		trace_vbblk_cmd_complete(vq, done);
 		done->end(done);
 	}
 	for (i = 0; i < VBBLK_ROOM_WAITERS; i++)

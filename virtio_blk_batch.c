@@ -40,6 +40,7 @@
 #include <linux/wait_bit.h>
 
 #include "vbblk.h"
+#include "vbblk_trace.h"
 
 static enum cpuhp_state vbblk_cpuhp_state;
 
@@ -192,6 +193,7 @@ static void vbblk_batch_dispatch(struct vbblk_bio_cmd *cmd,
 				 enum vbblk_stat reason, bool plugged)
 {
 	vbblk_stat_inc(cmd->vq->vblk, reason);
+	trace_vbblk_batch_release(cmd->vq->vblk, cmd, reason);
 	atomic_inc(&cmd->batch->inflight);
 	vbblk_bio_cmd_dispatch(cmd, plugged);
 }
@@ -351,6 +353,8 @@ static bool vbblk_batch_hold(struct vbblk *vblk, struct vbblk_batch *b,
 		held = plugged || vbblk_batch_keep(vblk, b, cmd);
 		if (!held)
 			WRITE_ONCE(b->cmd, NULL);
+		else
+			trace_vbblk_batch_hold(vblk, cmd, plugged, stream);
 	}
 	spin_unlock_irqrestore(&b->lock, flags);
 	return held;

@@ -30,6 +30,7 @@
 #include <linux/wait_bit.h>
 
 #include "vbblk.h"
+#include "vbblk_trace.h"
 
 enum vbblk_stage {
 	VBBLK_STAGE_DATA,
@@ -135,6 +136,8 @@ static void vbblk_flush_stage(struct vbblk_bio_cmd *cmd, bool plugged)
 	else
 		list_add_tail(&cmd->flush_node, &fl->waiting);
 	spin_unlock_irqrestore(&fl->lock, flags);
+	trace_vbblk_flush_stage(vblk, cmd, cmd->stage == VBBLK_STAGE_POSTFLUSH,
+				lead);
 	if (lead) {
 		vbblk_iohdr_init(vblk, &cmd->hdr, VIRTIO_BLK_T_FLUSH, 0);
 		vbblk_bio_cmd_dispatch(cmd, plugged);
@@ -233,8 +236,8 @@ static void vbblk_bio_stage_done(struct vbblk_bio_cmd *cmd, blk_status_t st)
 
 	if (!st && vbblk_bio_next_stage(cmd))
 		return;
-	if (vbblk_retry_begin(&cmd->retry, cmd->vq->vblk, st,
-			      cmd->nr_bios > 1)) {
+	if (vbblk_retry_begin(&cmd->retry, cmd->vq->vblk, st, cmd->nr_bios > 1,
+			      cmd->bio->bi_iter.bi_sector)) {
 		vbblk_bio_retry_send(cmd);
 		return;
 	}
@@ -464,6 +467,7 @@ void vbblk_submit_bio(struct bio *bio)
 	if (!bio)
 		return;
 	vbblk_stat_inc(vblk, VBBLK_STAT_BIOS);
+	trace_vbblk_bio_queue(vblk, bio);
 
 	/* A read-only device never sees a write; an empty flush is harmless. */
 	if (unlikely(vblk->read_only && op_is_write(bio_op(bio)) &&

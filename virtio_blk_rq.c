@@ -233,7 +233,8 @@ static void vbblk_rq_complete(struct request *req)
 		__blk_mq_end_request(req, st);
 		return;
 	}
-	if (vbblk_retry_begin(&cmd->retry, vblk, st, vbblk_rq_merged(req))) {
+	if (vbblk_retry_begin(&cmd->retry, vblk, st, vbblk_rq_merged(req),
+			      blk_rq_pos(req))) {
 		blk_mq_requeue_request(req, true);
 		return;
 	}

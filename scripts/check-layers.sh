@@ -17,6 +17,7 @@ LAYERS=(
 	"bio_cmd: virtio_blk_bio_cmd"
 	"cmd: vbblk_cmd"
 	"ring: vbblk_ring"
+	"trace: vbblk_trace"
 )
 
 # the objects kbuild linked into the module
