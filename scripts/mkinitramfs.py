@@ -47,7 +47,7 @@ BINARIES = [
     ('/usr/sbin/blockdev', []),
     ('/usr/bin/fallocate', []),
     ('/usr/bin/setpriv', []),
-    # sg3-utils: the SG_IO test (tests/guest/sg_io.sh)
+    # sg3-utils: the SG_IO test (tests/groups/scsi/sg_io.sh)
     ('/usr/bin/sg_inq', []), ('/usr/bin/sg_vpd', []), ('/usr/bin/sg_readcap', []),
     ('/usr/bin/sg_turs', []), ('/usr/bin/sg_sync', []), ('/usr/bin/sg_dd', []),
     ('/usr/bin/sg_unmap', []), ('/usr/bin/sg_write_same', []), ('/usr/bin/sg_modes', []),
@@ -213,6 +213,14 @@ def main():
     for f in sorted(os.listdir(gdir)):
         if f != 'init':
             copy_file(os.path.join(gdir, f), stage, '/tests/' + f)
+    # each group's guest scripts (tests/groups/GROUP/NAME.sh) as /tests/NAME.sh
+    groups = os.path.join(REPO, 'tests/groups')
+    for g in sorted(os.listdir(groups)):
+        for f in sorted(os.listdir(os.path.join(groups, g))):
+            if f.endswith('.sh'):
+                if os.path.exists(os.path.join(stage, 'tests', f)):
+                    raise SystemExit('mkinitramfs: two guest scripts named %s' % f)
+                copy_file(os.path.join(groups, g, f), stage, '/tests/' + f)
     # the benchmark's guest script and fio job files (bench/compare)
     copy_file(os.path.join(REPO, 'bench/guest/compare.sh'), stage, '/tests/compare.sh')
     jdir = os.path.join(REPO, 'bench/jobs')

@@ -47,7 +47,7 @@
  *                      (bio mode: blk-mq sleeps for a tag only polling frees)
  *   mark N             a one-block read at sector 100000 + N, which the
  *                      host finds in QEMU's trace to cut it into cases
- * What the device saw is checked outside: tests/guest/biotest.sh compares
+ * What the device saw is checked outside: tests/groups/bio/biotest.sh compares
  * QMP counters around each case, and the host reads QEMU's trace between
  * the marker reads around it (tests/lib/flushcheck.py).
  */

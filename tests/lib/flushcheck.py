@@ -1,5 +1,5 @@
-"""Check flush ordering in a QEMU virtio-blk trace (see tests/guest/flush.sh and,
-for check_biotest(), tests/guest/biotest.sh).
+"""Check flush ordering in a QEMU virtio-blk trace (see tests/groups/flush/flush.sh and,
+for check_biotest(), tests/groups/bio/biotest.sh).
 
 The trace has virtio_blk_handle_read/_write (a read or write arrives) and
 virtio_blk_req_complete (any request completes). A completion for a request
@@ -193,7 +193,7 @@ BIOTEST_CASES = {
 
 
 def check_biotest(trace, cases_file, blkmq):
-    """tests/guest/biotest.sh lists each case it ran in cases_file as
+    """tests/groups/bio/biotest.sh lists each case it ran in cases_file as
     "NAME VERDICT MARK": the case's bios reached the device between marker
     reads MARK and MARK+1. Check the order of flushes, reads and writes for
     the cases in BIOTEST_CASES that ran (a SKIP sent nothing)."""

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * volcache: an nbdkit plugin that behaves like a disk with a volatile
- * write cache, for the power-cut test (tests/lib/powercut.py).
+ * write cache, for the power-cut test (tests/groups/flush/powercut.py).
  *
  *   nbdkit -U SOCK ./volcache.so file=IMG [keep=PCT|random] [seed=N] [stats=FILE]
  *

@@ -1,4 +1,4 @@
-# cache_cut: one boot driven by tests/lib/powercut.py run_cache_switch().
+# cache_cut: one boot driven by powercut.py beside it run_cache_switch().
 # The disk is tests/nbdkit/volcache.c with keep=0: a volatile write cache
 # that loses every unflushed sector when QEMU is killed. Writes completed
 # in write-back mode, never flushed, then cache_type set to write through:

@@ -1,5 +1,5 @@
 # identity: serial, geometry, block sizes / topology and capacity match what
-# QEMU was given (see tests/lib/cases.py for the disk definitions).
+# QEMU was given (see cases.py beside it for the disk definitions).
 . /tests/lib.sh
 drv_load
 

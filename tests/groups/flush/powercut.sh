@@ -1,4 +1,4 @@
-# powercut: one boot of the power-cut cycle (driven by tests/lib/powercut.py).
+# powercut: one boot of the power-cut cycle (driven by powercut.py beside it).
 # The disk is an NBD export of tests/nbdkit/volcache.c: a volatile write
 # cache that loses what was not flushed when QEMU is killed.
 #

@@ -1,4 +1,4 @@
-# sg_io: SCSI commands through SG_IO with sg3-utils (disks: tests/lib/cases.py).
+# sg_io: SCSI commands through SG_IO with sg3-utils (disks: cases.py beside it).
 #   SGIO-512E  64M, 512/4096, discard + write-zeroes, config-wce: translation
 #   SGIO-4KN   32M, 4096/4096, legacy scsi=on: passthrough, answered UNSUPP
 #   SGIO-RO    8M read-only (the host checks the file is unchanged)

@@ -1,7 +1,7 @@
 """Power-cut crash consistency (the `powercut` test).
 
 One nbdkit serves tests/nbdkit/volcache.c over a unix socket: a disk with a
-volatile write cache. A cycle boots the guest (tests/guest/powercut.sh),
+volatile write cache. A cycle boots the guest (tests/groups/flush/powercut.sh),
 which checks what the last boot acknowledged and starts one writer (raw
 O_DSYNC, raw fdatasync, ext4 fsync or ext4 O_DIRECT|O_DSYNC records, in turn) that prints "ACK <stream> <seq>"
 once each record is durable; a random 0.5-4 s later the
@@ -13,7 +13,7 @@ random choices. A summary lands in <outdir>/summary.txt.
 
 run_cache_switch() is the `cache_cut` test: one cut right after cache_type
 went from write back to write through, with writes completed and never
-flushed before the switch (tests/guest/cache_cut.sh).
+flushed before the switch (tests/groups/flush/cache_cut.sh).
 """
 import hashlib
 import os
@@ -24,9 +24,9 @@ import subprocess
 import threading
 import time
 
+from cases import REPO
 from vm import Disk, Guest, _BAD_RE
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STREAMS = ('dsync', 'fdatasyn', 'fsync', 'extdsync')
 _ACK = re.compile(r'^ACK (\w+) (\d+)$')
 _CHECKED = re.compile(r'pcrec: (\w+): (\d+) acknowledged records checked')

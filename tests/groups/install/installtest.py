@@ -4,7 +4,7 @@ install: modinfo of the built module is complete (and every parameter is in
 the README's table); `make install` / `make uninstall` into a scratch
 INSTALL_MOD_PATH add and remove the module and its modules.dep line; then a
 guest whose image was filled by `make install` + `make install-conf` boots
-with systemd-udevd and runs tests/guest/install.sh (recipes A and B of
+with systemd-udevd and runs tests/groups/install/install.sh (recipes A and B of
 conf/vbblk.conf, the udev rule binding a disk by serial).
 
 dkms: `make dkms-install` on this machine (dkms add/build/install for the
@@ -19,9 +19,9 @@ import subprocess
 import sys
 
 import kver as kv
+from cases import REPO
 from vm import Disk, Guest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 class Fail(Exception):

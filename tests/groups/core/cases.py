@@ -1,0 +1,127 @@
+"""Group core: the disk as a user sees it: data integrity, identity, resize, discard, cache type, load/unload, suspend, partitions, CPU hotplug, removal, tracing, soak.
+
+The host side of the tests whose guest scripts sit beside this file."""
+import os
+
+from cases import test, ALL_PATHS, SIDES3, random_fill
+from vm import Disk, sha256_file
+
+
+@test('integrity', timeout=480, modes=ALL_PATHS, sides=SIDES3)
+def _integrity(side='main'):
+    """fio crc32c verify (seq+rand, 512B-1MiB, qd 1/32, 2 jobs) on 1- and 2-queue disks
+    (vhost-user: 2 and 4), then reload and re-verify; main loop, iothread, vhost-user"""
+    nq = (2, 4) if side == 'vhost-user' else (1, 2)
+    return [Disk('integ1', '64M', serial='INTEG-1', props={'num-queues': nq[0]}),
+            Disk('integ2', '64M', serial='INTEG-2', props={'num-queues': nq[1]})]
+
+
+@test('ext4', timeout=300, modes=ALL_PATHS)
+def _ext4():
+    """ext4 file tree checksums survive umount + driver reload; fsck clean"""
+    return [Disk('ext4d', '256M', serial='EXT4-1')]
+
+
+@test('identity', timeout=180)
+def _identity():
+    """serial, geometry, block sizes, io_min/io_opt and capacity match QEMU"""
+    return [Disk('id512e', '1G', backend='null-co', serial='ID-SER-512e',
+                 props={'logical_block_size': 512, 'physical_block_size': 4096,
+                        'min_io_size': 4096, 'opt_io_size': 65536,
+                        'cyls': 2080, 'heads': 16, 'secs': 63}),
+            Disk('id4kn', '512M', backend='null-co', serial='ID-SER-4kn',
+                 props={'logical_block_size': 4096, 'physical_block_size': 4096,
+                        'min_io_size': 8192, 'opt_io_size': 1048576,
+                        'cyls': 1040, 'heads': 255, 'secs': 63})]
+
+
+def _ro_setup(guest):
+    d = guest.disk_by_id['rodisk']
+    guest.ro_sum = sha256_file(d.path)
+
+
+def _ro_check(guest):
+    d = guest.disk_by_id['rodisk']
+    after = sha256_file(d.path)
+    if after != guest.ro_sum:
+        return 'read-only backing file changed (sha256 %s -> %s)' % (guest.ro_sum, after)
+    return None
+
+
+@test('readonly', timeout=180, setup=_ro_setup, check=_ro_check)
+def _readonly():
+    """read-only drive: ro=1, dd/fio/mkfs writes fail, backing file unchanged"""
+    return [Disk('rodisk', '32M', serial='RO-1', read_only=True, prefill=random_fill)]
+
+
+@test('resize', timeout=240)
+def _resize():
+    """online block_resize while ext4 is mounted; guest sees new size; resize2fs online"""
+    return [Disk('rsz', '128M', serial='RESIZE-1')]
+
+
+@test('discard', timeout=240)
+def _discard():
+    """discard punches holes in the backing file, write-zeroes reads back zeroes"""
+    return [Disk('dsc', '128M', serial='DISCARD-1', discard='unmap',
+                 props={'discard': 'on', 'write-zeroes': 'on'})]
+
+
+@test('cache_type', timeout=180)
+def _cache_type():
+    """cache_type write back <-> write through, confirmed by QMP query-block"""
+    return [Disk('wce', '64M', serial='WCE-1', props={'config-wce': 'on'})]
+
+
+@test('load_unload', leaks=True, timeout=480)
+def _load_unload():
+    """50 load/unload cycles with I/O; rmmod refused while ext4 is mounted"""
+    return [Disk('lu', '64M', serial='LU-1')]
+
+
+@test('bad_params', timeout=180, vbblk_only=True, modes=('',))
+def _bad_params():
+    """invalid module parameters fail the load cleanly with a vbblk: message"""
+    return [Disk('bp', '64M', serial='BP-1')]
+
+
+@test('coexist', timeout=300, vbblk_only=True, modes=('',))
+def _coexist():
+    """virtio_blk and vbblk each drive one disk at once; move a disk with vbblk-bind.sh"""
+    return [Disk('co1', '64M', serial='CO-1'), Disk('co2', '64M', serial='CO-2')]
+
+
+@test('pm_freeze', timeout=300)
+def _pm_freeze():
+    """suspend with pm_test=devices (driver freeze/restore) during verified writes"""
+    return [Disk('pm', '64M', serial='PM-1')]
+
+
+@test('partstat', timeout=180, modes=ALL_PATHS)
+def _partstat():
+    """I/O on a partition moves that partition's /sys/block/vdX/vdXN/stat (requests and
+    sectors, exactly) and the whole disk's, and no other partition's"""
+    return [Disk('part', '96M', serial='PART-1')]
+
+
+@test('cpu_offline', timeout=300)
+def _cpu_offline():
+    """CPU 1 offline/online in a loop during verified sequential writes"""
+    return [Disk('cpuoff', '64M', serial='CPU-1')]
+
+
+@test('unplug', hotplug=True, leaks=True, timeout=360)
+def _unplug():
+    """unbind and QMP device_del during streaming writes: no hang, no oops; unload after"""
+    return [Disk('unplug1', '64M', serial='UNPLUG-1'), Disk('unplug2', '64M', serial='UNPLUG-2')]
+
+
+SOAK_SECONDS = int(float(os.environ.get('SOAK_MINUTES', '1.5')) * 60)
+
+
+@test('soak', leaks=True, timeout=SOAK_SECONDS + 300, append='vbsoak=%d' % SOAK_SECONDS)
+def _soak():
+    """SOAK_MINUTES (1.5) of mixed verified fio on 2 disks with 2 queues each, while cache_type
+    flips, one disk grows and CPU 1 goes offline and back: no error, no hang, slab stable"""
+    return [Disk('soak1', '64M', serial='SOAK-1', props={'num-queues': 2, 'config-wce': 'on'}),
+            Disk('soak2', '64M', serial='SOAK-2', props={'num-queues': 2})]
