@@ -25,9 +25,13 @@ class Test:
     def __init__(self, name, disks, timeout=240, vbblk_only=False, mem=1024, setup=None,
                  check=None, actions=None, doc='', optional=False, extra_args=(), append='',
                  smp=2, modes=BOTH, host=None, sides=('main',), kmod=(), leaks=False,
-                 hotplug=False, quiet=False):
+                 hotplug=False, quiet=False, needs=()):
         self.name = name
         self.group = None         # set by _load_groups()
+        # host programs (or, as absolute paths, files) the test cannot run
+        # without: missing, it is a SKIP with the reason (a vhost-user side
+        # adds qemu-storage-daemon)
+        self.needs = tuple(needs)
         # measures (bench_smoke): a full run's background kernel build is
         # paused meanwhile, since a busy host moves instruction counts too
         self.quiet = quiet
@@ -65,6 +69,28 @@ class Test:
         self.extra_args = extra_args
         self.append = append      # extra kernel command line
         self.smp = smp
+
+
+class Skip(str):
+    """What a host test (Test.host) returns when a prerequisite is missing:
+    the reason, reported as SKIP rather than FAIL."""
+
+
+# where a missing program comes from (scripts/install-deps.sh installs them)
+PACKAGES = {'qemu-storage-daemon': 'qemu-system-common', 'nbdkit': 'nbdkit',
+            'dkms': 'dkms', 'gcc': 'gcc', '/usr/include/nbdkit-plugin.h': 'nbdkit-plugin-dev'}
+
+
+def missing(t, side):
+    """Why test t cannot run on this host on device side `side`, or None."""
+    import shutil
+    needs = list(t.needs) + (['qemu-storage-daemon'] if side == 'vhost-user' else [])
+    gone = [n for n in needs
+            if not (os.path.exists(n) if n.startswith('/') else shutil.which(n))]
+    if not gone:
+        return None
+    return 'needs %s, not installed (apt-get install %s)' % (
+        ', '.join(gone), ' '.join(sorted({PACKAGES.get(n, n) for n in gone})))
 
 
 def make_disks(t, side):

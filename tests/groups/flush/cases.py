@@ -41,7 +41,11 @@ def _powercut(outdir, ctx):
     return powercut.run(outdir, ctx)
 
 
-TESTS.append(Test('powercut', lambda: [], modes=ALL_PATHS, host=_powercut,
+# the volatile-cache plugin is built on the host, and served by nbdkit
+NBDKIT = ('nbdkit', 'gcc', '/usr/include/nbdkit-plugin.h')
+
+
+TESTS.append(Test('powercut', lambda: [], modes=ALL_PATHS, host=_powercut, needs=NBDKIT,
                   doc='POWERCUTS (6) power cuts on a volatile-cache NBD disk (nbdkit volcache) '
                       'during O_DSYNC, fdatasync and ext4 fsync record writers: after each, fsck -n '
                       'is clean after journal replay and every acknowledged record is intact'))
@@ -52,7 +56,7 @@ def _cache_cut(outdir, ctx):
     return powercut.run_cache_switch(outdir, ctx)
 
 
-TESTS.append(Test('cache_cut', lambda: [], vbblk_only=True, host=_cache_cut,
+TESTS.append(Test('cache_cut', lambda: [], vbblk_only=True, host=_cache_cut, needs=NBDKIT,
                   doc='writes completed in write-back mode and never flushed survive a power '
                       'cut (nbdkit volcache keeping nothing unflushed) taken right after '
                       'cache_type is set to write through: the switch flushes first (stock '
