@@ -116,6 +116,18 @@ def _unplug():
     return [Disk('unplug1', '64M', serial='UNPLUG-1'), Disk('unplug2', '64M', serial='UNPLUG-2')]
 
 
+@test('trace', timeout=240, vbblk_only=True)
+def _trace():
+    """each of vbblk's tracepoints fires where its step runs: bio_queue, batch_hold,
+    batch_release (reason plug, several bios), flush_stage (leads a FLUSH), cmd_queue,
+    notify, cmd_complete (a failed read, status 1) and retry (a batch over a blkdebug bad
+    sector); request mode fires no bio-path event; queued = completed = driver requests"""
+    rules = '[inject-error]\nevent = "read_aio"\nerrno = "5"\niotype = "read"\nsector = "8200"\n'
+    return [Disk('tr1', '16M', serial='TRACE-1'),
+            Disk('treinj', '16M', backend='blkdebug', serial='TRACE-EINJ', blkdebug_config=rules,
+                 props={'request-merging': 'off'})]
+
+
 SOAK_SECONDS = int(float(os.environ.get('SOAK_MINUTES', '1.5')) * 60)
 
 
