@@ -409,13 +409,19 @@ struct vbblk_batch {
 	struct vbblk_vq *vq;
 };
 
+/* This CPU's batch; its queue, b->vq, is where its commands go. */
+static inline struct vbblk_batch *vbblk_batch_this(struct vbblk *vblk)
+{
+	return raw_cpu_ptr(vblk->batch);
+}
+
 void vbblk_batch_init(struct vbblk *vblk);
 bool vbblk_plug_note(struct vbblk *vblk, struct vbblk_vq *vq,
 		     struct vbblk_batch *b);
-bool vbblk_batch_merge(struct vbblk *vblk, struct bio *bio, unsigned int segs,
-		       bool *stream);
-void vbblk_batch_add(struct vbblk *vblk, struct vbblk_bio_cmd *cmd, bool hold,
-		     bool stream);
+bool vbblk_batch_merge(struct vbblk *vblk, struct vbblk_batch *b,
+		       struct bio *bio, unsigned int segs, bool *stream);
+void vbblk_batch_add(struct vbblk *vblk, struct vbblk_batch *b,
+		     struct vbblk_bio_cmd *cmd, bool hold, bool stream);
 void vbblk_batch_cut(struct vbblk *vblk);
 void vbblk_batch_cmd_done(struct vbblk_bio_cmd *cmd);
 void vbblk_batch_flush_all(struct vbblk *vblk, enum vbblk_stat reason);

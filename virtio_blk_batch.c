@@ -361,15 +361,14 @@ static bool vbblk_batch_hold(struct vbblk *vblk, struct vbblk_batch *b,
 }
 
 /*
- * Add @bio to this CPU's held command if it fits: true, the bio is taken.
- * Otherwise the held command goes out, @stream says whether @bio
- * continues this CPU's last bio, and the caller brings a command of its
- * own to vbblk_batch_add().
+ * Add @bio to the command @b (this CPU's batch) holds if it fits: true,
+ * the bio is taken. Otherwise the held command goes out, @stream says
+ * whether @bio continues the batch's last bio, and the caller brings a
+ * command of its own on b->vq to vbblk_batch_add().
  */
-bool vbblk_batch_merge(struct vbblk *vblk, struct bio *bio, unsigned int segs,
-		       bool *stream)
+bool vbblk_batch_merge(struct vbblk *vblk, struct vbblk_batch *b,
+		       struct bio *bio, unsigned int segs, bool *stream)
 {
-	struct vbblk_batch *b = raw_cpu_ptr(vblk->batch);
 	struct vbblk_bio_cmd *cmd, *full = NULL;
 	unsigned long flags;
 
@@ -402,16 +401,18 @@ bool vbblk_batch_merge(struct vbblk *vblk, struct bio *bio, unsigned int segs,
 }
 
 /*
- * A read or write command of this CPU, counted in its batch while it is
- * out. With @hold (batching on) it may be held for later bios (see
+ * A read or write command on b->vq, counted in batch @b while it is out.
+ * @b is the batch the caller took before it got the command: a submitter
+ * that slept for one may run on another CPU now, and a command held in
+ * that CPU's batch could go to a queue its unplug does not notify. With
+ * @hold (batching on) it may be held for later bios (see
  * vbblk_batch_hold()); otherwise, or if nothing would send it promptly,
  * it goes now.
  */
-void vbblk_batch_add(struct vbblk *vblk, struct vbblk_bio_cmd *cmd, bool hold,
-		     bool stream)
+void vbblk_batch_add(struct vbblk *vblk, struct vbblk_batch *b,
+		     struct vbblk_bio_cmd *cmd, bool hold, bool stream)
 {
-	struct vbblk_batch *b = raw_cpu_ptr(vblk->batch);
-
+	WARN_ON_ONCE(cmd->vq != b->vq);
 	cmd->batch = b;
 	if (!hold || !vbblk_batch_hold(vblk, b, cmd, stream))
 		vbblk_batch_send(vblk, cmd, VBBLK_STAT_DISPATCH_DIRECT);

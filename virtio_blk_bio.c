@@ -363,19 +363,21 @@ int vbblk_poll_bio(struct bio *bio, struct io_comp_batch *iob,
  */
 static void vbblk_bio_submit_rw(struct vbblk *vblk, struct bio *bio)
 {
+	struct vbblk_batch *b = vbblk_batch_this(vblk);
 	bool batch = READ_ONCE(vbblk_batch), stream = false;
 	unsigned int segs = vbblk_bio_segs(vblk, bio);
 	struct vbblk_bio_cmd *cmd;
 
-	if (batch && vbblk_batch_merge(vblk, bio, segs, &stream))
+	if (batch && vbblk_batch_merge(vblk, b, bio, segs, &stream))
 		return;
-	cmd = vbblk_bio_cmd_alloc(vblk, vbblk_bio_vq(vblk), bio);
+	/* b->vq, not this CPU's: the command stays with @b if we sleep. */
+	cmd = vbblk_bio_cmd_alloc(vblk, b->vq, bio);
 	if (!cmd)
 		return;
 	vbblk_bio_cmd_add_bio(cmd, bio, segs);
 	vbblk_iohdr_init(vblk, &cmd->hdr, vbblk_rw_type(bio),
 			 bio->bi_iter.bi_sector);
-	vbblk_batch_add(vblk, cmd, batch, stream);
+	vbblk_batch_add(vblk, b, cmd, batch, stream);
 }
 
 /* Discard, write-zeroes, secure erase: one range per command. */
