@@ -5,7 +5,7 @@
 # kvmalloc'ed at probe is vmalloc memory. Nothing the device reads or
 # writes may be there: the device is given physical addresses, and
 # virt_to_page() of a vmalloc address is another page. In bio mode
-# vbblk_bio_init's arrays must be in /proc/vmallocinfo (the injection took
+# vbblk_bio_cmds_init's arrays must be in /proc/vmallocinfo (the injection took
 # effect); then verified I/O on every queue must succeed, and the console
 # stays clean (vbblk warns if a command header is vmalloc'ed). A driver
 # that gives the device vmalloc addresses hangs or fails its I/O: probe and
@@ -57,8 +57,8 @@ expect_eq "$d virtqueues" "$(vq_count $d)" 2
 log "vmalloc areas of $DRIVER: $(grep -c "\[$DRIVER\]" /proc/vmallocinfo || true)"
 grep "\[$DRIVER\]" /proc/vmallocinfo | head -n 8 || true
 if [ "$DRIVER" = vbblk ] && [ ! -d /sys/block/$d/mq ]; then
-	n=$(grep -c 'vbblk_bio_init.*\[vbblk\]' /proc/vmallocinfo || true)
-	[ "$n" -ge 1 ] || fail "no vmalloc area from vbblk_bio_init: the injection did not take effect"
+	n=$(grep -c 'vbblk_bio_cmds_init.*\[vbblk\]' /proc/vmallocinfo || true)
+	[ "$n" -ge 1 ] || fail "no vmalloc area from vbblk_bio_cmds_init: the injection did not take effect"
 fi
 within 120 "verified fio" run_fio --name=frag --filename=/dev/$d --direct=1 \
 	--ioengine=libaio --rw=randrw --bsrange=4k-256k --iodepth=64 --numjobs=2 \
