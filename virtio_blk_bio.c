@@ -254,14 +254,6 @@ static void vbblk_bio_stage_done(struct vbblk_bio_cmd *cmd, blk_status_t st)
 
 /* ---- submit_bio ---- */
 
-/* This CPU's interrupt-driven queue. */
-static struct vbblk_vq *vbblk_bio_vq(struct vbblk *vblk)
-{
-	const struct blk_mq_queue_map *map = &vblk->tag_set.map[HCTX_TYPE_DEFAULT];
-
-	return &vblk->vqs[map->mq_map[raw_smp_processor_id()]];
-}
-
 /* A command that is never batched; a plug defers its notify. */
 static void vbblk_bio_send(struct vbblk *vblk, struct vbblk_bio_cmd *cmd)
 {
@@ -285,7 +277,7 @@ static void vbblk_bio_submit_flush(struct vbblk *vblk, struct bio *bio)
 	/* Writes held on this CPU go first; the flush is a natural cut. */
 	vbblk_batch_cut(vblk);
 
-	cmd = vbblk_bio_cmd_alloc(vblk, vbblk_bio_vq(vblk), bio);
+	cmd = vbblk_bio_cmd_alloc(vblk, vbblk_batch_this(vblk)->vq, bio);
 	if (!cmd)
 		return;
 	vbblk_bio_cmd_add_bio(cmd, bio, bio->bi_iter.bi_size ?
@@ -400,7 +392,7 @@ static void vbblk_bio_submit_range(struct vbblk *vblk, struct bio *bio)
 		bio = split;
 	}
 
-	cmd = vbblk_bio_cmd_alloc(vblk, vbblk_bio_vq(vblk), bio);
+	cmd = vbblk_bio_cmd_alloc(vblk, vbblk_batch_this(vblk)->vq, bio);
 	if (!cmd)
 		return;
 	/* No data segments: the range is the payload. */
