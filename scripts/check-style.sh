@@ -26,40 +26,34 @@ fail=0
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
+# clean_build WHAT DIR MAKEARGS...: a C=2 W=1 build of DIR against $kdir
+# that must succeed without a finding
+clean_build() {
+	local what=$1 dir=$2
+	shift 2
+	make -s -C "$dir" clean KDIR="$kdir" >/dev/null 2>&1 || true
+	if ! make -C "$dir" C=2 W=1 CHECK="$chk" KDIR="$kdir" "$@" >"$log" 2>&1; then
+		cat "$log"; echo "check-style: $what build failed against $kdir"; exit 1
+	fi
+	if grep -E 'warning:|error:|not available or not up to date' "$log" |
+		grep -v 'Skipping BTF'; then
+		echo "check-style: $what compiler/sparse findings above ($kdir)"; fail=1
+	fi
+}
+
 for kdir in ${KDIRS:-$(make -s --no-print-directory kdir)}; do
 	# a kernel of scripts/debian-kernel.sh may come with the sparse it needs
 	chk=sparse
 	[ -x "$(dirname "$kdir")/sparse" ] && chk=$(dirname "$kdir")/sparse
 	echo "== W=1 + sparse: $kdir ($chk)"
-	make -s clean KDIR="$kdir" >/dev/null 2>&1 || true
-	if ! make C=2 W=1 CHECK="$chk" KDIR="$kdir" >"$log" 2>&1; then
-		cat "$log"; echo "check-style: build failed against $kdir"; exit 1
-	fi
-	if grep -E 'warning:|error:|not available or not up to date' "$log" |
-		grep -v 'Skipping BTF'; then
-		echo "check-style: compiler/sparse findings above ($kdir)"; fail=1
-	fi
+	clean_build vbblk .
 	scripts/check-layers.sh || fail=1
-	# The build without the SCSI translation (VBBLK_SCSI=n) must hold too.
-	make -s clean KDIR="$kdir" >/dev/null 2>&1 || true
-	if ! make C=2 W=1 CHECK="$chk" KDIR="$kdir" VBBLK_SCSI=n >"$log" 2>&1; then
-		cat "$log"; echo "check-style: VBBLK_SCSI=n build failed against $kdir"; exit 1
-	fi
-	if grep -E 'warning:|error:|not available or not up to date' "$log" |
-		grep -v 'Skipping BTF'; then
-		echo "check-style: VBBLK_SCSI=n findings above ($kdir)"; fail=1
-	fi
+	# The build without the SCSI translation must hold too.
+	clean_build "vbblk VBBLK_SCSI=n" . VBBLK_SCSI=n
 	scripts/check-layers.sh || fail=1
 	make -s clean KDIR="$kdir" >/dev/null 2>&1 || true
 	# The test-only modules (tests/kmod) are kernel code too.
-	make -s -C tests/kmod clean KDIR="$kdir" >/dev/null 2>&1 || true
-	if ! make -C tests/kmod C=2 W=1 CHECK="$chk" KDIR="$kdir" >"$log" 2>&1; then
-		cat "$log"; echo "check-style: tests/kmod build failed against $kdir"; exit 1
-	fi
-	if grep -E 'warning:|error:|not available or not up to date' "$log" |
-		grep -v 'Skipping BTF'; then
-		echo "check-style: tests/kmod compiler/sparse findings above ($kdir)"; fail=1
-	fi
+	clean_build tests/kmod tests/kmod
 done
 
 # A probe that compiles on none of the kernels is broken, not a missing
