@@ -1,5 +1,7 @@
 # compare: fio against one disk under each driver configuration, interleaved
-# (A B C D A B C D ...), in one boot. Writes fio JSON and counters to
+# in one boot, the order rotated every round (A B C, B C A, C A B: a Latin
+# square once ROUNDS is the number of configs), so no configuration always
+# runs first or after the same neighbour. Writes fio JSON and counters to
 # /host/results/. Settings come from /host/config.sh (written by
 # bench/compare): ROUNDS, RUNTIME, CONFIGS, WORKLOADS, KINSN, PROFILE,
 # SETTLE_MS, KWIN_MS, NWIN_MS.
@@ -75,9 +77,15 @@ plugcbs() {
 }
 ms_sleep() { sleep "$(awk -v m="$1" 'BEGIN { printf "%.3f", m / 1000 }')"; }
 
+# CONFIGS rotated left by $1 places
+rotated() {
+	echo $CONFIGS | awk -v k="$1" '{ for (i = 0; i < NF; i++)
+		printf "%s%s", $((i + k) % NF + 1), (i < NF - 1 ? " " : "\n") }'
+}
+
 r=1
 while [ $r -le "$ROUNDS" ]; do
-	for cfg in $CONFIGS; do
+	for cfg in $(rotated $((r - 1))); do
 		loaded=
 		for wl in $WORKLOADS; do
 			# null_blk's bio mode has no NOWAIT, which polled I/O needs
@@ -94,6 +102,8 @@ while [ $r -le "$ROUNDS" ]; do
 				[ -b /dev/$d ] || fail "no disk for $cfg"
 			fi
 			out=$R/r$r-$cfg-$wl
+			# the host prints progress and measures its own load
+			hostcmd cell start "$r" "$cfg" "$wl" > /dev/null
 			set -- $(devops); o0=$1 f0=$2
 			set -- $(plugcbs); b0=$1 c0=$2
 			fio --output-format=json --output=$out.json --filename=/dev/$d \
@@ -110,9 +120,10 @@ while [ $r -le "$ROUNDS" ]; do
 			wait $fpid || { cat $out.err; fail "fio $wl under $cfg"; }
 			# module symbols for the profile (modules move between loads)
 			[ "$PROFILE" = 1 ] && grep '\[' /proc/kallsyms > $out.modsyms
+			hl=$(hostcmd cell stop | tr '\n' ' ')
 			set -- $(plugcbs); pb=$(($1 - b0)) pc=$(($2 - c0))
 			set -- $(devops)
-			echo "dev_ops=$(($1 - o0)) flushes=$(($2 - f0)) irqs=$((i1 - i0)) $nw nwin_kib=$((p1 - p0)) bios=$pb plug_cbs=$pc" > $out.counts
+			echo "dev_ops=$(($1 - o0)) flushes=$(($2 - f0)) irqs=$((i1 - i0)) $nw nwin_kib=$((p1 - p0)) bios=$pb plug_cbs=$pc $hl" > $out.counts
 			log "round $r $cfg $wl: $(cat $out.counts)"
 		done
 		cfg_unload

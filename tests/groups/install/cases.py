@@ -148,6 +148,16 @@ def _bench_smoke(outdir, ctx=None):
             p = os.path.join(out, '%s-%s.png' % (unit, png))
             if not os.path.exists(p) or open(p, 'rb').read(8) != b'\x89PNG\r\n\x1a\n':
                 return 'chart %s missing or not a PNG' % p
+    log = open(os.path.join(outdir, 'bench.log')).read()
+    n = 2 * 3 * len(units)
+    if 'bench: cell %d/%d ' % (n, n) not in log:
+        return 'bench.log has no progress line for the last cell (%d/%d)' % (n, n)
+    # the order rotates every round: stock first, then bio first, then stock
+    for unit in units:
+        order = [os.path.basename(x).split('-')[1] for x in
+                 open(os.path.join(out, unit, 'raw', 'marks.list')).read().split()]
+        if order != ['stock', 'bio', 'bio', 'stock', 'stock', 'bio']:
+            return '%s: configs ran in order %s, not rotated per round' % (unit, order)
     summ = json.load(open(os.path.join(out, 'summary.json')))['summary']
     for unit in units:
         for cfg, cell in summ[unit]['randread-qd1'].items():
@@ -160,6 +170,8 @@ def _bench_smoke(outdir, ctx=None):
             best = min((b - a) / a for a, b in zip(k, k[1:]))
             if best > 0.10:
                 return '%s %s: no two rounds within 10%%: %s' % (unit, cfg, [round(x) for x in k])
+            if any('host_other_mcpu' not in r for r in cell['rounds']):
+                return '%s %s: host load not recorded for every round' % (unit, cfg)
             # the device side's own counters reached the report
             for key in ('requests_per_io', 'notifies_per_io'):
                 if not cell.get(key):
@@ -170,4 +182,5 @@ def _bench_smoke(outdir, ctx=None):
 TESTS.append(Test('bench_smoke', lambda: [], vbblk_only=True, modes=('',), quiet=True, host=_bench_smoke,
                   doc='bench/compare small (stock vs bio, randread QD1, 3 rounds, main loop and '
                       'vhost-user): report, PNG charts, instruction counter non-zero and '
-                      'repeatable within 2 %, device requests and notifies counted on both'))
+                      'repeatable within 10 %, device requests and notifies counted on both, '
+                      'order rotated per round, progress printed, host load recorded'))
