@@ -29,7 +29,7 @@ ROWS = [
                        r'blk_account_io_done|bdev_end_io_acct|blk_mq_end_request_batch|'
                        r'blk_mq_put_tag|sbitmap_queue_clear|blk_complete_reqs|'
                        r'blk_done_softirq|blk_mq_complete|blk_stat_add|'
-                       r'bio_uninit|dio_bio_complete|aio_complete|aio_complete_rw|'
+                       r'dio_bio_complete|aio_complete|aio_complete_rw|'
                        r'io_req_task_complete|io_complete_rw|blkdev_bio_end_io_async|'
                        r'__io_complete_rw|io_req_rw_complete|io_req_complete)'),
     ('wakeup', r'^(try_to_wake_up|ttwu_|wake_up|__wake_up|autoremove_wake_function|'
