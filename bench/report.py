@@ -21,7 +21,8 @@ import categories  # noqa: E402
 
 CFG_LABEL = {'stock': 'stock virtio_blk', 'request': 'vbblk request', 'bio-nobatch':
              'vbblk bio, batch=0', 'bio': 'vbblk bio', 'nullb-bio': 'null_blk bio',
-             'nullb-mq': 'null_blk mq'}
+             'nullb-mq': 'null_blk mq', 'bio-base': 'vbblk bio (BASE)',
+             'request-base': 'vbblk request (BASE)'}
 
 # The project's targets: bio mode against stock in the same run (issue 4,
 # tightened for instructions by issue 18).
@@ -308,6 +309,55 @@ def targets(summary, profs=None):
     return rows
 
 
+def overlap(a, b, key):
+    """Min-max ranges of @key over two or more rounds each that overlap."""
+    return (len(a['rounds']) > 1 and len(b['rounds']) > 1 and a.get(key + '_min') is not None
+            and b.get(key + '_min') is not None and a[key + '_min'] <= b[key + '_max']
+            and b[key + '_min'] <= a[key + '_max'])
+
+
+def before_after(meta, summary, profs):
+    """The working tree against bench/compare's BASE commit, same boot:
+    each config X beside X-base, per workload; with PROFILE=1 the stages
+    that moved."""
+    pairs = [(c[:-5], c) for c in meta['configs'] if c.endswith('-base')
+             and c[:-5] in meta['configs']]
+    if not pairs:
+        return []
+    L = ['### Before and after: this tree against BASE %s (%s)'
+         % (meta.get('base'), (meta.get('base_commit') or '')[:12]), '',
+         'Same boot, interleaved. Instructions and IOPS of the tree as ratios to the BASE '
+         'module\'s; "no difference" when the min-max ranges over the rounds overlap.', '',
+         '| workload | config | kinsn/IO before | after | ratio | IOPS before | after | ratio |',
+         '|---|---|---|---|---|---|---|---|']
+    for wl, cells in summary.items():
+        for new, old in pairs:
+            a, b = cells.get(new), cells.get(old)
+            if not a or not b:
+                continue
+            rk = a['kinsn'] / b['kinsn'] if a['kinsn'] and b['kinsn'] else None
+            ri = a['iops'] / b['iops'] if b['iops'] else None
+            L.append('| %s | %s | %s | %s |%s | %.0f | %.0f |%s |'
+                     % (wl, new, fmt_k(b['kinsn']), fmt_k(a['kinsn']),
+                        fmt_r(rk, True, overlap(a, b, 'kinsn')), b['iops'], a['iops'],
+                        fmt_r(ri, False, overlap(a, b, 'iops'))))
+    L.append('')
+    moved = []
+    for wl in meta['workloads']:
+        for new, old in pairs:
+            pa, pb = profs.get('%s %s r1' % (new, wl)), profs.get('%s %s r1' % (old, wl))
+            if not pa or not pb:
+                continue
+            d = [(st, pa[2][st] - pb[2][st]) for st in categories.ORDER
+                 if abs(pa[2][st] - pb[2][st]) >= 10]
+            moved.append('| %s | %s | %s |' % (wl, new, ', '.join('%s %+.0f' % x for x in d)
+                                                or 'none'))
+    if moved:
+        L += ['Stages that moved by 10 or more instructions per I/O (round 1):', '',
+              '| workload | config | stage: after - before |', '|---|---|---|'] + moved + ['']
+    return L
+
+
 def report(meta, summaries, profiles):
     L = ['# vbblk benchmark', '',
          '%s; guest kernel %s; %s; %s; %d vCPUs; %d rounds interleaved; %ds timed runs; '
@@ -384,6 +434,7 @@ def report(meta, summaries, profiles):
                             fmt_f(x['notifies_per_io']), fmt_f(x['irqs_per_io']),
                             fmt_f(x['plug_cbs_per_bio']), fmt_k(x['uinsn'])))
             L.append('')
+        L += before_after(meta, summary, profiles.get(backend) or {})
         rows = targets(summary, profiles.get(backend))
         if rows:
             L += ['### Targets (vbblk bio against stock)', '',

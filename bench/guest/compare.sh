@@ -27,6 +27,9 @@ load_cfg() { # load_cfg CONFIG [driver params]
 	request) insmod "$VBBLK_KO" mode=request "$@" ;;
 	bio-nobatch) insmod "$VBBLK_KO" mode=bio batch=0 "$@" ;;
 	bio) insmod "$VBBLK_KO" mode=bio batch=1 "$@" ;;
+	# the module of bench/compare's BASE commit, for before/after runs
+	bio-base) insmod "${VBBLK_KO%/*}/vbblk-base.ko" mode=bio batch=1 "$@" ;;
+	request-base) insmod "${VBBLK_KO%/*}/vbblk-base.ko" mode=request "$@" ;;
 	nullb-bio) modprobe null_blk queue_mode=0 gb=4 nr_devices=1 ;;
 	nullb-mq) modprobe null_blk queue_mode=2 gb=4 nr_devices=1 "$@" ;;
 	*) fail "unknown config $_c" ;;
