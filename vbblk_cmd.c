@@ -51,6 +51,24 @@ unsigned int vbblk_bio_map(struct request_queue *q, struct bio *bio,
 	struct bio_vec bv;
 	unsigned int n = 0;
 
+	if (unlikely(!bio->bi_iter.bi_size))
+		return 0;
+	/*
+	 * Most bios are one contiguous piece within the limits: one entry,
+	 * without the iterator, which costs more than the rest of the map.
+	 */
+	bv = mp_bvec_iter_bvec(bio->bi_io_vec, bio->bi_iter);
+	if (bv.bv_len == bio->bi_iter.bi_size && bv.bv_len <= max_seg) {
+		phys_addr_t pa = page_to_phys(bv.bv_page) + bv.bv_offset;
+
+		if ((pa & mask) + bv.bv_len - 1 <= mask) {
+			if (sg)
+				sg_set_page(sg, bv.bv_page + (bv.bv_offset >> PAGE_SHIFT),
+					    bv.bv_len, offset_in_page(bv.bv_offset));
+			return 1;
+		}
+	}
+
 	bio_for_each_bvec(bv, bio, iter) {
 		struct page *page = bv.bv_page;
 		unsigned int off = bv.bv_offset, left = bv.bv_len;

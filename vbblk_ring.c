@@ -69,7 +69,7 @@ int vbblk_vq_add(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 	struct scatterlist out_sg, status_sg, *sgs[3];
 	unsigned int n = 0, n_out = 0, n_in = 0;
 
-	sg_init_one(&out_sg, &hdr->out, sizeof(hdr->out));
+	vbblk_sg_one(&out_sg, &hdr->out, sizeof(hdr->out));
 	sgs[n++] = &out_sg;
 	n_out++;
 	if (data) {
@@ -79,7 +79,7 @@ int vbblk_vq_add(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 		else
 			n_in++;
 	}
-	sg_init_one(&status_sg, &hdr->status, sizeof(hdr->status));
+	vbblk_sg_one(&status_sg, &hdr->status, sizeof(hdr->status));
 	sgs[n++] = &status_sg;
 	n_in++;
 

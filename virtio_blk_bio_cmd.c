@@ -131,7 +131,7 @@ static int vbblk_bio_add_locked(struct vbblk_vq *vq, struct vbblk_bio_cmd *cmd)
 	case VIRTIO_BLK_T_OUT:
 		if (!cmd->nr_segs)
 			break;
-		sg_init_table(bvq->sg, cmd->nr_segs);
+		vbblk_sg_init(bvq->sg, cmd->nr_segs);
 		if (unlikely(cmd->retry.active))
 			n = vbblk_bio_map(q, cmd->bio, bvq->sg);
 		else
