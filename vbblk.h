@@ -107,6 +107,7 @@ enum vbblk_stat {
 	VBBLK_STAT_PARKED,		/* commands parked on a full ring */
 	VBBLK_STAT_NOWAIT_EAGAIN,	/* REQ_NOWAIT bios ended with EAGAIN */
 	VBBLK_STAT_RETRIED,		/* failed batches/merged requests retried bio by bio */
+	VBBLK_STAT_QUEUE_RQS,		/* requests put on the ring by ->queue_rqs */
 	VBBLK_NR_STATS,
 };
 
@@ -481,6 +482,7 @@ struct vbblk_cmd {
 	u32 drv_type;
 	sector_t drv_sector;
 	struct vbblk_scsi_io *scsi;
+	int nents;			/* data entries, from prep to add */
 	struct sg_table sg_table;
 	struct scatterlist sg[];
 };

@@ -52,6 +52,7 @@ VBBLK_STAT_ATTR(ring_full_waits, VBBLK_STAT_RING_FULL_WAITS);
 VBBLK_STAT_ATTR(parked, VBBLK_STAT_PARKED);
 VBBLK_STAT_ATTR(nowait_eagain, VBBLK_STAT_NOWAIT_EAGAIN);
 VBBLK_STAT_ATTR(retried, VBBLK_STAT_RETRIED);
+VBBLK_STAT_ATTR(queue_rqs, VBBLK_STAT_QUEUE_RQS);
 
 static struct attribute *vbblk_stats_attrs[] = {
 	&vbblk_stat_attr_bios.attr.attr,
@@ -73,6 +74,7 @@ static struct attribute *vbblk_stats_attrs[] = {
 	&vbblk_stat_attr_parked.attr.attr,
 	&vbblk_stat_attr_nowait_eagain.attr.attr,
 	&vbblk_stat_attr_retried.attr.attr,
+	&vbblk_stat_attr_queue_rqs.attr.attr,
 	NULL,
 };
 

@@ -199,6 +199,102 @@ static blk_status_t vbblk_queue_rq(struct blk_mq_hw_ctx *hctx,
 	return BLK_STS_OK;
 }
 
+/* A request list with its last entry, for vbblk_queue_rqs(). */
+struct vbblk_rqs {
+	struct request *head, *last;
+};
+
+static void vbblk_rqs_add(struct vbblk_rqs *l, struct request *req)
+{
+	req->rq_next = NULL;
+	if (l->last)
+		l->last->rq_next = req;
+	else
+		l->head = req;
+	l->last = req;
+}
+
+/*
+ * Prepare a plugged request outside the ring lock. Anything unusual
+ * (a dead device, a read-only disk, SCSI passthrough, a failed
+ * allocation) is left to queue_rq, which knows how to end or retry it.
+ */
+static bool vbblk_rq_prep_batch(struct request *req)
+{
+	struct vbblk *vblk = req->q->queuedata;
+	struct vbblk_cmd *cmd = blk_mq_rq_to_pdu(req);
+
+	if (unlikely(READ_ONCE(vblk->broken)) || blk_rq_is_passthrough(req))
+		return false;
+	/* queue_rq is reached through blk-mq, which does this for it */
+	req->mq_hctx->tags->rqs[req->tag] = req;
+	return vbblk_rq_setup(vblk, req, cmd, &cmd->nents) == BLK_STS_OK;
+}
+
+/*
+ * Put a run of prepared requests for @vq on the ring under one lock round
+ * and notify once. Those the ring refuses (full) go back on @left,
+ * unprepared, with everything after them on this queue, so order holds.
+ */
+static void vbblk_rq_add_run(struct vbblk_vq *vq, struct request *run,
+			     struct vbblk_rqs *left)
+{
+	struct request *req, *next;
+	unsigned long flags;
+	bool notify, full = false;
+
+	spin_lock_irqsave(&vq->lock, flags);
+	for (req = run; req; req = next) {
+		struct vbblk_cmd *cmd = blk_mq_rq_to_pdu(req);
+
+		next = req->rq_next;
+		if (!full)
+			full = vbblk_vq_add(vq, &cmd->hdr,
+					    cmd->nents ? cmd->sg_table.sgl : NULL,
+					    op_is_write(req_op(req)));
+		if (full) {
+			vbblk_rq_unmap(req, cmd);
+			vbblk_rqs_add(left, req);
+			continue;
+		}
+		/* No reap can see it before we drop the lock. */
+		blk_mq_start_request(req);
+		vbblk_stat_inc(vq->vblk, VBBLK_STAT_QUEUE_RQS);
+	}
+	notify = vbblk_vq_kick_prepare(vq);
+	spin_unlock_irqrestore(&vq->lock, flags);
+	if (notify)
+		vbblk_vq_notify(vq);
+}
+
+/*
+ * A plug's requests (io_uring, aio, blk_finish_plug): each run of requests
+ * for one virtqueue reaches the ring in one locked pass with one notify,
+ * instead of a lock round and a notify decision per request.
+ */
+static void vbblk_queue_rqs(vbblk_rq_list_t *list)
+{
+	struct vbblk_rqs run = {}, left = {};
+	struct vbblk_vq *vq = NULL;
+	struct request *req;
+
+	while ((req = rq_list_pop(list))) {
+		if (!vbblk_rq_prep_batch(req)) {
+			vbblk_rqs_add(&left, req);
+			continue;
+		}
+		if (run.head && vbblk_hctx_vq(req->mq_hctx) != vq) {
+			vbblk_rq_add_run(vq, run.head, &left);
+			run.head = run.last = NULL;
+		}
+		vq = vbblk_hctx_vq(req->mq_hctx);
+		vbblk_rqs_add(&run, req);
+	}
+	if (run.head)
+		vbblk_rq_add_run(vq, run.head, &left);
+	vbblk_rq_list_set(list, left.head, left.last);
+}
+
 /* blk-mq ends a dispatch early (error or budget): send what is queued. */
 static void vbblk_commit_rqs(struct blk_mq_hw_ctx *hctx)
 {
@@ -294,6 +390,7 @@ static int vbblk_poll(struct blk_mq_hw_ctx *hctx, struct io_comp_batch *iob)
 
 static const struct blk_mq_ops vbblk_mq_ops = {
 	.queue_rq	= vbblk_queue_rq,
+	.queue_rqs	= vbblk_queue_rqs,
 	.commit_rqs	= vbblk_commit_rqs,
 	.complete	= vbblk_rq_complete,
 	.init_request	= vbblk_init_request,

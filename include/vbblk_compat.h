@@ -376,6 +376,30 @@ static inline void vbblk_map_virtio_queues(struct blk_mq_queue_map *qmap,
 #define vbblk_numa_node_t	unsigned int
 #endif
 
+/*
+ * blk_mq_ops.queue_rqs's list: a head pointer, or (from 6.12) a struct
+ * rq_list with a tail. The driver takes every request off it and gives
+ * back the ones blk-mq is to send through queue_rq, in order.
+ */
+#ifdef HAVE_QUEUE_RQS_RQ_LIST
+#define vbblk_rq_list_t		struct rq_list
+
+static inline void vbblk_rq_list_set(struct rq_list *l, struct request *head,
+				     struct request *last)
+{
+	l->head = head;
+	l->tail = last;
+}
+#else
+#define vbblk_rq_list_t		struct request *
+
+static inline void vbblk_rq_list_set(struct request **l, struct request *head,
+				     struct request *last)
+{
+	*l = head;
+}
+#endif
+
 static inline int vbblk_rq_map_sg(struct request *rq, struct scatterlist *sgl)
 {
 #ifdef HAVE_BLK_RQ_MAP_SG_NOQUEUE

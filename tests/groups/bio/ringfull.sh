@@ -1,7 +1,8 @@
 # ringfull: a 16-entry virtqueue under iodepth 256 for 60 s: random and
 # sequential, libaio and io_uring, with verification. Nothing is dropped or
 # failed for lack of room: fio sees no error (no EAGAIN reaches a blocking
-# submitter), the data verifies, and the driver shows it had to wait.
+# submitter), the data verifies, and the driver shows it had to wait (bio
+# mode) or sent plugged requests through ->queue_rqs (request mode).
 . /tests/lib.sh
 drv_load
 d=$(disk_by_serial RING-1)
@@ -42,10 +43,15 @@ while [ "$(cut -d. -f1 /proc/uptime)" -lt "$end" ]; do
 done
 log "$n rounds of 4 jobs (write + verify) completed"
 if [ -d /sys/block/$d/vbblk ]; then
-	for s in requests ring_full_waits parked nowait_eagain; do
+	for s in requests ring_full_waits parked nowait_eagain queue_rqs; do
 		log "$s=$(cat /sys/block/$d/vbblk/$s)"
 	done
-	if [ ! -d /sys/block/$d/mq ]; then
+	# request mode: batched submissions (aio, io_uring) are plugged and
+	# reach the ring through ->queue_rqs, verified above like the rest
+	if [ -d /sys/block/$d/mq ]; then
+		[ "$(cat /sys/block/$d/vbblk/queue_rqs)" -gt 0 ] ||
+			fail "request mode: no request went through ->queue_rqs"
+	else
 		w=$(cat /sys/block/$d/vbblk/ring_full_waits)
 		e=$(cat /sys/block/$d/vbblk/nowait_eagain)
 		[ $((w + e)) -gt 0 ] || fail "iodepth 256 on a 16-entry ring never had to wait"
