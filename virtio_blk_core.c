@@ -31,6 +31,7 @@ bool vbblk_batch = true;
 unsigned int vbblk_batch_max_bios = 64;
 unsigned int vbblk_batch_max_kb = 512;
 static unsigned int vbblk_remove_timeout = 120;
+static bool vbblk_indirect = true;
 
 static const char * const vbblk_mode_names[] = {
 	[VBBLK_MODE_BIO]	= "bio",
@@ -134,6 +135,15 @@ static const struct kernel_param_ops vbblk_batch_ops = {
 	.set = vbblk_batch_set,
 	.get = param_get_bool,
 };
+
+static const struct kernel_param_ops vbblk_strict_bool_ops = {
+	.set = vbblk_bool_set,
+	.get = param_get_bool,
+};
+
+module_param_cb(indirect, &vbblk_strict_bool_ops, &vbblk_indirect, 0444);
+MODULE_PARM_DESC(indirect,
+		 "Use the device's indirect descriptors; N puts every command straight on the ring: no table allocated and freed per command, but a ring holds size/3 4k commands and a command at most size-2 segments (default: Y)");
 
 /* Batching bounds may change at run time; a batch reads them as it grows. */
 module_param_cb(batch, &vbblk_batch_ops, &vbblk_batch, 0644);
@@ -982,6 +992,14 @@ static unsigned int vbblk_features_legacy[] = {
 	VIRTIO_BLK_F_SECURE_ERASE, VIRTIO_BLK_F_SCSI,
 };
 
+/* Before the features are final: indirect=N turns indirect descriptors off. */
+static int vbblk_validate(struct virtio_device *vdev)
+{
+	if (!READ_ONCE(vbblk_indirect))
+		__virtio_clear_bit(vdev, VIRTIO_RING_F_INDIRECT_DESC);
+	return 0;
+}
+
 static struct virtio_driver vbblk_driver = {
 	.driver.name		= VBBLK_NAME,
 	.driver.owner		= THIS_MODULE,
@@ -990,6 +1008,7 @@ static struct virtio_driver vbblk_driver = {
 	.feature_table_legacy	= vbblk_features_legacy,
 	.feature_table_size_legacy = ARRAY_SIZE(vbblk_features_legacy),
 	.id_table		= vbblk_id_table,
+	.validate		= vbblk_validate,
 	.probe			= vbblk_probe,
 	.remove			= vbblk_remove,
 	.config_changed		= vbblk_config_changed,
