@@ -4,7 +4,7 @@
 # runs first or after the same neighbour. Writes fio JSON and counters to
 # /host/results/. Settings come from /host/config.sh (written by
 # bench/compare): ROUNDS, RUNTIME, CONFIGS, WORKLOADS, KINSN, PROFILE,
-# SETTLE_MS, KWIN_MS, NWIN_MS.
+# SETTLE_MS, KWIN_MS, NWIN_MS, NUMJOBS.
 #
 # One timed fio run per round, config and workload. While it runs:
 #   1. (KINSN=1) `vbmark window` waits for I/O to flow, then brackets KWIN_MS
@@ -78,6 +78,15 @@ plugcbs() {
 	if [ -r $_s/plug_callbacks ]; then echo "$(cat $_s/bios) $(cat $_s/plug_callbacks)"
 	else echo "0 0"; fi
 }
+# the job file of workload $1; with NUMJOBS > 1, NUMJOBS jobs, one per CPU
+jobfile() {
+	[ "${NUMJOBS:-1}" -gt 1 ] || { echo $jobs/$1.fio; return; }
+	_j=/tmp/$1-x$NUMJOBS.fio
+	grep -v -e '^cpus_allowed' -e '^numjobs' -e '^group_reporting' $jobs/$1.fio > $_j
+	printf 'numjobs=%s\ngroup_reporting=1\ncpus_allowed_policy=split\ncpus_allowed=0-%s\n' \
+		"$NUMJOBS" $((NUMJOBS - 1)) >> $_j
+	echo $_j
+}
 ms_sleep() { sleep "$(awk -v m="$1" 'BEGIN { printf "%.3f", m / 1000 }')"; }
 
 # CONFIGS rotated left by $1 places
@@ -110,7 +119,7 @@ while [ $r -le "$ROUNDS" ]; do
 			set -- $(devops); o0=$1 f0=$2
 			set -- $(plugcbs); b0=$1 c0=$2
 			fio --output-format=json --output=$out.json --filename=/dev/$d \
-				--time_based=1 --runtime="$RUNTIME" $jobs/$wl.fio > $out.err 2>&1 &
+				--time_based=1 --runtime="$RUNTIME" $(jobfile $wl) > $out.err 2>&1 &
 			fpid=$!
 			# wait for I/O to flow and settle, then (KINSN=1) the instruction window
 			kw=0; [ "$KINSN" = 1 ] && kw=$KWIN_MS
