@@ -89,11 +89,40 @@ jobfile() {
 }
 ms_sleep() { sleep "$(awk -v m="$1" 'BEGIN { printf "%.3f", m / 1000 }')"; }
 
+# A cell whose I/O stopped: what the guest and the device each hold, so a
+# lost interrupt (the device used more than the guest reaped) can be told
+# from a stuck device (requests in use) or a stuck submitter (sysrq w).
+stuck() {
+	log "stuck: $cfg $wl on $d: inflight $(cat /sys/block/$d/inflight)"
+	grep -E 'virtio|vbblk' /proc/interrupts | while read -r _l; do log "irq: $_l"; done
+	for _q in 0 1 2 3 4 5 6 7 8; do
+		_s=$(hostcmd qmp x-query-virtio-queue-status \
+			"{\"path\": \"/machine/peripheral/bench/virtio-backend\", \"queue\": $_q}")
+		case "$_s" in *error*|'') break ;; esac
+		log "vq $_q: $_s"
+	done
+	# a CPU whose timer stopped ticking, and where fio is
+	log "timer ticks: $(grep LOC: /proc/interrupts)"
+	sleep 1
+	log "1 s later:   $(grep LOC: /proc/interrupts)"
+	for _p in $(pidof fio); do
+		log "fio $_p: $(grep State: /proc/$_p/status), cpu $(cut -d' ' -f39 /proc/$_p/stat), wchan $(cat /proc/$_p/wchan)"
+		cat /proc/$_p/stack 2>/dev/null | while read -r _l; do log "  $_l"; done
+	done
+	echo w > /proc/sysrq-trigger
+	echo l > /proc/sysrq-trigger
+	sleep 1
+}
+
 # CONFIGS rotated left by $1 places
 rotated() {
 	echo $CONFIGS | awk -v k="$1" '{ for (i = 0; i < NF; i++)
 		printf "%s%s", $((i + k) % NF + 1), (i < NF - 1 ? " " : "\n") }'
 }
+
+# the kernel's symbols for the profile, first: a run that fails half way
+# still has its profiles read (modules' symbols are taken per cell)
+[ "$PROFILE" = 1 ] && grep -v '\[' /proc/kallsyms > $R/kallsyms
 
 r=1
 while [ $r -le "$ROUNDS" ]; do
@@ -124,7 +153,7 @@ while [ $r -le "$ROUNDS" ]; do
 			# wait for I/O to flow and settle, then (KINSN=1) the instruction window
 			kw=0; [ "$KINSN" = 1 ] && kw=$KWIN_MS
 			vbmark window "$SETTLE_MS" "$kw" $([ "$PROFILE" = 1 ] && echo prof) \
-				> $out.window || fail "vbmark window under $cfg $wl"
+				> $out.window || { stuck; fail "vbmark window under $cfg $wl"; }
 			[ "$KINSN" = 1 ] && echo "/host/results/r$r-$cfg-$wl" >> $R/marks.list
 			notifies start > /dev/null; i0=$(disk_irqs $d); p0=$(pgpg)
 			ms_sleep "$NWIN_MS"
@@ -142,5 +171,4 @@ while [ $r -le "$ROUNDS" ]; do
 	done
 	r=$((r + 1))
 done
-[ "$PROFILE" = 1 ] && grep -v '\[' /proc/kallsyms > $R/kallsyms
 echo done > $R/complete

@@ -78,13 +78,21 @@ static int window(long settle, long len, int prof)
 	long long start = pgpg(), a, b;
 	int i;
 
+	/*
+	 * fio has been seen to spin in user space for over 30 s before its
+	 * first I/O in a PROFILE=1 run (bench/guest/compare.sh logs why a
+	 * cell stops): wait up to two minutes, and say when it was slow.
+	 */
 	for (i = 0; pgpg() == start; i++) {
-		if (start < 0 || i > 3000) {
-			fprintf(stderr, "vbmark: no block I/O started\n");
+		if (start < 0 || i > 12000) {
+			fprintf(stderr, "vbmark: no block I/O started in 120 s\n");
 			return 1;
 		}
 		sleep_ms(10);
 	}
+	if (i > 500)
+		fprintf(stderr, "vbmark: the first I/O came after %d.%02d s\n",
+			i / 100, i % 100);
 	sleep_ms(settle);
 	if (prof)
 		marker_prof_on();
