@@ -7,6 +7,13 @@ row names, so the rows always add up to the profiled total.
 """
 import re
 
+# Waiting, not work: spinning on a contended lock and polling in idle.
+# Under TCG a vCPU that holds a lock may be descheduled by the host, so
+# these grow with the host's other load and with wall time.
+SPIN = re.compile(r'^(native_queued_spin_lock_slowpath|__pv_queued_spin_lock_slowpath|'
+                  r'queued_spin_lock_slowpath|queued_(read|write)_lock_slowpath|osq_lock|'
+                  r'mutex_spin_on_owner|rwsem_spin_on_owner|poll_idle)( |$)')
+
 ROWS = [
     # row, pattern (re.search on "name [module]")
     ('driver submit', r'\[(vbblk|virtio_blk)\]$'),

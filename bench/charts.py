@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 LABEL = {'stock': 'stock virtio_blk', 'request': 'vbblk request', 'bio-nobatch':
          'vbblk bio batch=0', 'bio': 'vbblk bio', 'nullb-bio': 'null_blk bio',
          'nullb-mq': 'null_blk mq', 'bio-base': 'vbblk bio (BASE)',
-         'request-base': 'vbblk request (BASE)'}
+         'request-base': 'vbblk request (BASE)', 'bio-direct': 'vbblk bio indirect=0'}
 
 
 def bars(path, title, ylabel, workloads, configs, value, err=None, hline=None):

@@ -22,7 +22,7 @@ import categories  # noqa: E402
 CFG_LABEL = {'stock': 'stock virtio_blk', 'request': 'vbblk request', 'bio-nobatch':
              'vbblk bio, batch=0', 'bio': 'vbblk bio', 'nullb-bio': 'null_blk bio',
              'nullb-mq': 'null_blk mq', 'bio-base': 'vbblk bio (BASE)',
-             'request-base': 'vbblk request (BASE)'}
+             'request-base': 'vbblk request (BASE)', 'bio-direct': 'vbblk bio, indirect=0'}
 
 # The project's targets: bio mode against stock in the same run (issue 4,
 # tightened for instructions by issue 18).
@@ -128,7 +128,8 @@ def profile(bdir, idx, base, ios):
         total += c
     top = sorted(per.items(), key=lambda kv: -kv[1])[:40]
     rows = {r: c / ios for r, c in categories.by_row(per).items()}
-    return total, [(name, c / ios) for name, c in top], rows
+    spin = sum(c for name, c in per.items() if categories.SPIN.search(name)) / ios
+    return total, [(name, c / ios) for name, c in top], rows, spin
 
 
 def ratio_sum(rounds, num, den):
@@ -172,10 +173,12 @@ def summarize_backend(meta, bdir):
                         if meta.get('profile'):
                             p = profile(bdir, i, base, wios)
                             if p:
-                                profiles['%s %s r%d' % (cfg, wl, r)] = p
+                                profiles['%s %s r%d' % (cfg, wl, r)] = p[:3]
+                                c['kinsn_work'] = c['kinsn'] - p[3]
                 rounds.append(c)
             ios = sum(c['ios'] for c in rounds)
             k = [c['kinsn'] for c in rounds if c['kinsn'] is not None]
+            kw = [c['kinsn_work'] for c in rounds if c.get('kinsn_work') is not None]
             virtio = not cfg.startswith('nullb')
             out.setdefault(wl, {})[cfg] = {
                 'iops': med(c['iops'] for c in rounds),
@@ -185,6 +188,10 @@ def summarize_backend(meta, bdir):
                 'p50_us': med(c['p50_us'] for c in rounds),
                 'p99_us': med(c['p99_us'] for c in rounds),
                 'kinsn': med(k) if k else None,
+                # less spin-waiting (PROFILE=1): what a busy host inflates
+                'kinsn_work': med(kw) if kw else None,
+                'kinsn_work_min': min(kw) if kw else None,
+                'kinsn_work_max': max(kw) if kw else None,
                 'kinsn_min': min(k) if k else None,
                 'kinsn_max': max(k) if k else None,
                 'kinsn_spread': (max(k) - min(k)) / med(k) if len(k) > 1 else None,
@@ -327,9 +334,13 @@ def before_after(meta, summary, profs):
     L = ['### Before and after: this tree against BASE %s (%s)'
          % (meta.get('base'), (meta.get('base_commit') or '')[:12]), '',
          'Same boot, interleaved. Instructions and IOPS of the tree as ratios to the BASE '
-         'module\'s; "no difference" when the min-max ranges over the rounds overlap.', '',
-         '| workload | config | kinsn/IO before | after | ratio | IOPS before | after | ratio |',
-         '|---|---|---|---|---|---|---|---|']
+         'module\'s; "no difference" when the min-max ranges over the rounds overlap. '
+         '*Less spin-waiting* (PROFILE=1) leaves out the instructions spent spinning on '
+         'locks and polling in idle (bench/categories.py SPIN), which grow with wall time '
+         'and with other load on the host, not with the work an I/O takes.', '',
+         '| workload | config | kinsn/IO before | after | ratio | less spin-waiting: before | after '
+         '| ratio | IOPS before | after | ratio |',
+         '|---|---|---|---|---|---|---|---|---|---|---|']
     for wl, cells in summary.items():
         for new, old in pairs:
             a, b = cells.get(new), cells.get(old)
@@ -337,10 +348,13 @@ def before_after(meta, summary, profs):
                 continue
             rk = a['kinsn'] / b['kinsn'] if a['kinsn'] and b['kinsn'] else None
             ri = a['iops'] / b['iops'] if b['iops'] else None
-            L.append('| %s | %s | %s | %s |%s | %.0f | %.0f |%s |'
+            rw = a['kinsn_work'] / b['kinsn_work'] if a['kinsn_work'] and b['kinsn_work'] \
+                else None
+            L.append('| %s | %s | %s | %s |%s | %s | %s |%s | %.0f | %.0f |%s |'
                      % (wl, new, fmt_k(b['kinsn']), fmt_k(a['kinsn']),
-                        fmt_r(rk, True, overlap(a, b, 'kinsn')), b['iops'], a['iops'],
-                        fmt_r(ri, False, overlap(a, b, 'iops'))))
+                        fmt_r(rk, True, overlap(a, b, 'kinsn')), fmt_k(b['kinsn_work']),
+                        fmt_k(a['kinsn_work']), fmt_r(rw, True, overlap(a, b, 'kinsn_work')),
+                        b['iops'], a['iops'], fmt_r(ri, False, overlap(a, b, 'iops'))))
     L.append('')
     moved = []
     for wl in meta['workloads']:

@@ -27,6 +27,7 @@ load_cfg() { # load_cfg CONFIG [driver params]
 	request) insmod "$VBBLK_KO" mode=request "$@" ;;
 	bio-nobatch) insmod "$VBBLK_KO" mode=bio batch=0 "$@" ;;
 	bio) insmod "$VBBLK_KO" mode=bio batch=1 "$@" ;;
+	bio-direct) insmod "$VBBLK_KO" mode=bio batch=1 indirect=0 "$@" ;;
 	# the module of bench/compare's BASE commit, for before/after runs
 	bio-base) insmod "${VBBLK_KO%/*}/vbblk-base.ko" mode=bio batch=1 "$@" ;;
 	request-base) insmod "${VBBLK_KO%/*}/vbblk-base.ko" mode=request "$@" ;;
