@@ -19,7 +19,7 @@ def _batching():
 @test('ringfull', timeout=420,
       modes=('mode=bio', 'mode=bio indirect=0', 'mode=request indirect=0'))
 def _ringfull():
-    """queue-size=16 under iodepth 256, random and sequential, libaio and io_uring, 60 s,
+    """queue-size=16 under iodepth 256, random and sequential, libaio and io_uring, 40 s,
     verified: no error, no hang; with indirect=0 the ring's descriptors run out"""
     return [Disk('ring', '64M', serial='RING-1', props={'queue-size': 16})]
 

@@ -1,4 +1,4 @@
-# ringfull: a 16-entry virtqueue under iodepth 256 for 60 s (with indirect=0
+# ringfull: a 16-entry virtqueue under iodepth 256 for 40 s (with indirect=0
 # five 4k commands fill it, each taking 3 descriptors): random and
 # sequential, libaio and io_uring, with verification. Nothing is dropped or
 # failed for lack of room: fio sees no error (no EAGAIN reaches a blocking
@@ -36,7 +36,7 @@ ioengine=io_uring
 rw=write
 offset=48m
 EOT
-end=$(($(cut -d. -f1 /proc/uptime) + ${RING_SECONDS:-60}))
+end=$(($(cut -d. -f1 /proc/uptime) + ${RING_SECONDS:-40}))
 n=0
 while [ "$(cut -d. -f1 /proc/uptime)" -lt "$end" ]; do
 	run_fio /tmp/ring.fio
