@@ -4,7 +4,7 @@
 # runs first or after the same neighbour. Writes fio JSON and counters to
 # /host/results/. Settings come from /host/config.sh (written by
 # bench/compare): ROUNDS, RUNTIME, CONFIGS, WORKLOADS, KINSN, PROFILE,
-# SETTLE_MS, KWIN_MS, NWIN_MS, NUMJOBS.
+# SETTLE_MS, KWIN_MS, NWIN_MS, NUMJOBS, SCHED.
 #
 # One timed fio run per round, config and workload. While it runs:
 #   1. (KINSN=1) `vbmark window` waits for I/O to flow, then brackets KWIN_MS
@@ -142,6 +142,12 @@ while [ $r -le "$ROUNDS" ]; do
 				loaded=$want
 				d=$(cfg_disk $cfg)
 				[ -b /dev/$d ] || fail "no disk for $cfg"
+				# a one-queue blk-mq disk gets mq-deadline; SCHED
+				# sets every config's scheduler (bio mode has none)
+				_s=/sys/block/$d/queue/scheduler
+				if [ -n "$SCHED" ] && [ -w $_s ] && grep -q . $_s; then
+					echo "$SCHED" > $_s || fail "scheduler $SCHED on $d"
+				fi
 			fi
 			out=$R/r$r-$cfg-$wl
 			# the host prints progress and measures its own load
