@@ -34,6 +34,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_API_VERSION;
 #define TAG_PROF_ON	0x31504256u	/* "VBP1" */
 #define TAG_PROF_OFF	0x30504256u	/* "VBP0" */
 #define PROF_BITS	20
+#define PROF_PROBES	256
 
 /*
  * One writer per slot (its vCPU thread); readers only at marks. Padded to
@@ -58,6 +59,7 @@ struct tb_rec {
 static struct tb_rec *prof;		/* open-addressed, 1 << PROF_BITS */
 static bool prof_enabled;
 static int prof_window;			/* read by every exec cb */
+static uint64_t prof_missed;		/* kernel TBs left out: no room */
 static unsigned int prof_files;
 static unsigned long mark_seq;
 static FILE *out;
@@ -152,7 +154,12 @@ static void marker(unsigned int vcpu, void *udata)
 	pthread_mutex_unlock(&lock);
 }
 
-/* Find or add the record of a TB; NULL when the table is full. */
+/*
+ * Find or add the record of a TB; NULL when its neighbourhood is full.
+ * Probing is bounded: it runs under a global lock at every translation,
+ * and a table near full once made each one scan most of a million
+ * entries, so that fio took over a minute to start in a long run.
+ */
 static struct tb_rec *prof_rec(uint64_t vaddr, uint32_t insns, bool kernel)
 {
 	size_t mask = (1u << PROF_BITS) - 1;
@@ -161,7 +168,7 @@ static struct tb_rec *prof_rec(uint64_t vaddr, uint32_t insns, bool kernel)
 	struct tb_rec *r = NULL;
 
 	pthread_mutex_lock(&lock);
-	for (probes = 0; probes <= mask; probes++, i = (i + 1) & mask) {
+	for (probes = 0; probes < PROF_PROBES; probes++, i = (i + 1) & mask) {
 		struct tb_rec *c = &prof[i];
 
 		if (!c->insns) {
@@ -203,8 +210,15 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	size_t i;
 
 	(void)id;
-	if (prof_enabled)
+	/*
+	 * Kernel TBs only: the profile is of the kernel, and every process
+	 * adds user TBs at new addresses (ASLR), which filled the table.
+	 */
+	if (prof_enabled && kernel) {
 		r = prof_rec(vaddr, (uint32_t)n, kernel);
+		if (!r)
+			__atomic_fetch_add(&prof_missed, 1, __ATOMIC_RELAXED);
+	}
 	if (r)
 		qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec_prof,
 						     QEMU_PLUGIN_CB_NO_REGS, r);
@@ -233,6 +247,9 @@ static void at_exit(qemu_plugin_id_t id, void *udata)
 	totals(&k, &u);
 	fprintf(out, "exit kernel %" PRIu64 " user %" PRIu64 "\n", k, u);
 	fclose(out);
+	if (prof_missed)
+		fprintf(stderr, "kinsn: %" PRIu64 " kernel TB translations not profiled (table full)\n",
+			prof_missed);
 }
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,

@@ -118,9 +118,9 @@ static int window(long settle, long len, int prof)
 	int i;
 
 	/*
-	 * fio has been seen to spin in user space for over 30 s before its
-	 * first I/O in a PROFILE=1 run (bench/guest/compare.sh logs why a
-	 * cell stops): wait up to two minutes, and say when it was slow.
+	 * fio's start-up once took over a minute (the plugin's profile table
+	 * had filled): wait up to two minutes, and say, with each CPU's
+	 * clocks, when the first I/O is late.
 	 */
 	for (i = 0; pgpg() == start; i++) {
 		if (i == 1000)
