@@ -226,10 +226,8 @@ def summarize_backend(meta, bdir):
                     c['ratio'][key] = c[key] / st[key]
             # ranges over two or more rounds that overlap: no difference shown
             for key in ('iops', 'kinsn'):
-                if cfg != 'stock' and len(c['rounds']) > 1 and c.get(key + '_min') is not None \
-                        and st.get(key + '_min') is not None:
-                    c['same'][key] = (c[key + '_min'] <= st[key + '_max'] and
-                                      st[key + '_min'] <= c[key + '_max'])
+                if cfg != 'stock':
+                    c['same'][key] = overlap(c, st, key)
     return out, profiles
 
 
@@ -338,8 +336,8 @@ def before_after(meta, summary, profs):
          '*Less spin-waiting* (PROFILE=1) leaves out the instructions spent spinning on '
          'locks and polling in idle (bench/categories.py SPIN), which grow with wall time '
          'and with other load on the host, not with the work an I/O takes.', '',
-         '| workload | config | kinsn/IO before | after | ratio | less spin-waiting: before | after '
-         '| ratio | IOPS before | after | ratio |',
+         '| workload | config | kinsn/IO before | after | ratio '
+         '| less spin-waiting: before | after | ratio | IOPS before | after | ratio |',
          '|---|---|---|---|---|---|---|---|---|---|---|']
     for wl, cells in summary.items():
         for new, old in pairs:
