@@ -102,11 +102,7 @@ stuck() {
 		case "$_s" in *error*|'') break ;; esac
 		log "vq $_q: $_s"
 	done
-	# a CPU whose timer stopped ticking, or whose user-space clock (the
-	# vDSO's, which fio reads) disagrees with the others'
-	for _c in $(seq 0 $(($(nproc) - 1))); do
-		log "cpu $_c: date $(taskset -c $_c date +%s.%N), uptime $(cut -d' ' -f1 /proc/uptime)"
-	done
+	# a CPU whose timer stopped ticking, and where fio is
 	log "timer ticks: $(grep LOC: /proc/interrupts)"
 	sleep 1
 	log "1 s later:   $(grep LOC: /proc/interrupts)"
