@@ -367,6 +367,18 @@ static inline unsigned int vbblk_bio_segs(struct vbblk *vblk, struct bio *bio)
 	return vbblk_bio_map(vblk->disk->queue, bio, NULL);
 }
 
+/*
+ * Map a bio that vbblk_bio_map() counted as one entry: its first bvec is
+ * all of it and within the limits, so nothing is checked again.
+ */
+static inline void vbblk_bio_map_one(struct bio *bio, struct scatterlist *sg)
+{
+	struct bio_vec bv = mp_bvec_iter_bvec(bio->bi_io_vec, bio->bi_iter);
+
+	sg_set_page(sg, bv.bv_page + (bv.bv_offset >> PAGE_SHIFT), bv.bv_len,
+		    offset_in_page(bv.bv_offset));
+}
+
 /* ---- bio commands (virtio_blk_bio_cmd.c) ---- */
 
 /* The bio path's state of one virtqueue. */

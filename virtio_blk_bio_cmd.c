@@ -132,11 +132,17 @@ static int vbblk_bio_add_locked(struct vbblk_vq *vq, struct vbblk_bio_cmd *cmd)
 		if (!cmd->nr_segs)
 			break;
 		vbblk_sg_init(bvq->sg, cmd->nr_segs);
-		if (unlikely(cmd->retry.active))
+		/* nr_segs counts what is mapped: a retry maps one bio. */
+		if (cmd->nr_segs == 1 &&
+		    (cmd->bio == cmd->tail || cmd->retry.active)) {
+			vbblk_bio_map_one(cmd->bio, bvq->sg);
+			n = 1;
+		} else if (unlikely(cmd->retry.active)) {
 			n = vbblk_bio_map(q, cmd->bio, bvq->sg);
-		else
+		} else {
 			for (bio = cmd->bio; bio; bio = bio->bi_next)
 				n += vbblk_bio_map(q, bio, bvq->sg + n);
+		}
 		if (WARN_ON_ONCE(n != cmd->nr_segs))
 			return -EIO;
 		data = bvq->sg;
