@@ -338,9 +338,9 @@ static bool vbblk_batch_hold(struct vbblk *vblk, struct vbblk_batch *b,
 	unsigned long flags;
 	bool held = false;
 
-	if (vbblk_batch_full(vblk, cmd) || READ_ONCE(vblk->draining))
-		return false;
 	if (!plugged && !stream)
+		return false;
+	if (vbblk_batch_full(vblk, cmd) || READ_ONCE(vblk->draining))
 		return false;
 
 	spin_lock_irqsave(&b->lock, flags);
