@@ -236,7 +236,8 @@ static void vbblk_bio_stage_done(struct vbblk_bio_cmd *cmd, blk_status_t st)
 
 	if (!st && vbblk_bio_next_stage(cmd))
 		return;
-	if (vbblk_retry_begin(&cmd->retry, cmd->vq->vblk, st, cmd->nr_bios > 1,
+	if (unlikely(st) &&
+	    vbblk_retry_begin(&cmd->retry, cmd->vq->vblk, st, cmd->nr_bios > 1,
 			      cmd->bio->bi_iter.bi_sector)) {
 		vbblk_bio_retry_send(cmd);
 		return;
