@@ -135,6 +135,8 @@ struct vbblk_bio_vq;
 
 /* Called by the ring for a virtqueue: room was freed, or a reap ended I/O. */
 typedef void (*vbblk_vq_fn)(struct vbblk_vq *vq);
+/* Take a reaped command into a poller's completion batch, or refuse. */
+typedef bool (*vbblk_batch_fn)(struct vbblk_iohdr *hdr, void *batch);
 /* Paths that may wait for room on one ring at once: bio and request. */
 #define VBBLK_ROOM_WAITERS	2
 
@@ -297,6 +299,7 @@ bool vbblk_vq_kick_prepare(struct vbblk_vq *vq);
 void vbblk_vq_notify(struct vbblk_vq *vq);
 void vbblk_vq_kick(struct vbblk_vq *vq);
 int vbblk_vq_poll(struct vbblk_vq *vq);
+int vbblk_vq_poll_batch(struct vbblk_vq *vq, vbblk_batch_fn add, void *batch);
 int vbblk_init_vqs(struct vbblk *vblk, unsigned int want, unsigned int npoll);
 void vbblk_del_vqs(struct vbblk *vblk);
 unsigned int vbblk_vqs_inflight(struct vbblk *vblk);

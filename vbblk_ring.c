@@ -223,7 +223,8 @@ static struct vbblk_iohdr *vbblk_vq_reap(struct vbblk_vq *vq, bool polled,
  * a completion (the bio path sends batches held for one).
  */
 static int vbblk_vq_end_chain(struct vbblk_vq *vq, struct vbblk_iohdr *done,
-			      vbblk_vq_fn room[VBBLK_ROOM_WAITERS])
+			      vbblk_vq_fn room[VBBLK_ROOM_WAITERS],
+			      vbblk_batch_fn add, void *batch)
 {
 	struct vbblk_iohdr *next;
 	unsigned int i;
@@ -233,7 +234,8 @@ static int vbblk_vq_end_chain(struct vbblk_vq *vq, struct vbblk_iohdr *done,
 		/* A command may be reused once ended: read the link first. */
 		next = done->done_next;
 		trace_vbblk_cmd_complete(vq, done);
-		done->end(done);
+		if (!add || !add(done, batch))
+			done->end(done);
 	}
 	for (i = 0; i < VBBLK_ROOM_WAITERS; i++)
 		if (room[i])
@@ -251,7 +253,7 @@ static void vbblk_vq_done(struct virtqueue *_vq)
 	struct vbblk_iohdr *done;
 
 	done = vbblk_vq_reap(vq, false, room);
-	vbblk_vq_end_chain(vq, done, room);
+	vbblk_vq_end_chain(vq, done, room, NULL, NULL);
 }
 
 /*
@@ -269,15 +271,23 @@ static void vbblk_vq_poll_signal(struct virtqueue *_vq)
 
 /*
  * Reap a poll queue: the caller polls for its own I/O (blk-mq ->poll or
- * ->poll_bio). Returns the commands ended.
+ * ->poll_bio). Each command is offered to @add with the poller's @batch
+ * (blk-mq's io_comp_batch, which its poller ends in one go later); one
+ * @add refuses, or all without @add, end now through ->end. Returns the
+ * commands reaped.
  */
-int vbblk_vq_poll(struct vbblk_vq *vq)
+int vbblk_vq_poll_batch(struct vbblk_vq *vq, vbblk_batch_fn add, void *batch)
 {
 	vbblk_vq_fn room[VBBLK_ROOM_WAITERS];
 	struct vbblk_iohdr *done;
 
 	done = vbblk_vq_reap(vq, true, room);
-	return vbblk_vq_end_chain(vq, done, room);
+	return vbblk_vq_end_chain(vq, done, room, add, batch);
+}
+
+int vbblk_vq_poll(struct vbblk_vq *vq)
+{
+	return vbblk_vq_poll_batch(vq, NULL, NULL);
 }
 
 /*
@@ -402,6 +412,6 @@ void vbblk_vqs_abort(struct vbblk *vblk)
 		*tail = NULL;
 		vbblk_vq_take_room(vq, room);
 		spin_unlock_irqrestore(&vq->lock, flags);
-		vbblk_vq_end_chain(vq, head, room);
+		vbblk_vq_end_chain(vq, head, room, NULL, NULL);
 	}
 }

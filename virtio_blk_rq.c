@@ -381,11 +381,44 @@ static void vbblk_map_queues(struct blk_mq_tag_set *set)
 	}
 }
 
+/* The rest of vbblk_rq_complete() for a completion batch's requests. */
+static void vbblk_rq_complete_batch(struct io_comp_batch *iob)
+{
+	struct request *req;
+
+	rq_list_for_each(&iob->req_list, req)
+		vbblk_rq_unmap(req, blk_mq_rq_to_pdu(req));
+	blk_mq_end_request_batch(iob);
+}
+
+/*
+ * A polled request that succeeded and is not being retried joins the
+ * poller's batch: blk-mq ends the batch's requests together (one tag
+ * free and one accounting pass per batch), as upstream virtio_blk does.
+ * Anything else completes as vbblk_rq_end_cmd() would complete it;
+ * passthrough commands carry their status to blk_execute_rq() only so.
+ * Commands of other paths are refused.
+ */
+static bool vbblk_rq_batch_add(struct vbblk_iohdr *hdr, void *batch)
+{
+	struct vbblk_cmd *cmd = container_of(hdr, struct vbblk_cmd, hdr);
+	struct request *req = blk_mq_rq_from_pdu(cmd);
+
+	if (hdr->end != vbblk_rq_end_cmd)
+		return false;
+	if (unlikely(blk_should_fake_timeout(req->q)))
+		return true;
+	if (blk_rq_is_passthrough(req) || vbblk_status(hdr) ||
+	    cmd->retry.active ||
+	    !blk_mq_add_to_batch(req, batch, false, vbblk_rq_complete_batch))
+		blk_mq_complete_request(req);
+	return true;
+}
+
 static int vbblk_poll(struct blk_mq_hw_ctx *hctx, struct io_comp_batch *iob)
 {
-	struct vbblk *vblk = hctx->queue->queuedata;
-
-	return vbblk_vq_poll(&vblk->vqs[hctx->queue_num]);
+	return vbblk_vq_poll_batch(vbblk_hctx_vq(hctx),
+				   iob ? vbblk_rq_batch_add : NULL, iob);
 }
 
 static const struct blk_mq_ops vbblk_mq_ops = {
