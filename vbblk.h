@@ -108,6 +108,7 @@ enum vbblk_stat {
 	VBBLK_STAT_NOWAIT_EAGAIN,	/* REQ_NOWAIT bios ended with EAGAIN */
 	VBBLK_STAT_RETRIED,		/* failed batches/merged requests retried bio by bio */
 	VBBLK_STAT_QUEUE_RQS,		/* requests put on the ring by ->queue_rqs */
+	VBBLK_STAT_POLL_BATCHED,	/* polled requests ended in an io_comp_batch */
 	VBBLK_NR_STATS,
 };
 

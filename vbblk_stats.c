@@ -53,6 +53,7 @@ VBBLK_STAT_ATTR(parked, VBBLK_STAT_PARKED);
 VBBLK_STAT_ATTR(nowait_eagain, VBBLK_STAT_NOWAIT_EAGAIN);
 VBBLK_STAT_ATTR(retried, VBBLK_STAT_RETRIED);
 VBBLK_STAT_ATTR(queue_rqs, VBBLK_STAT_QUEUE_RQS);
+VBBLK_STAT_ATTR(poll_batched, VBBLK_STAT_POLL_BATCHED);
 
 static struct attribute *vbblk_stats_attrs[] = {
 	&vbblk_stat_attr_bios.attr.attr,
@@ -75,6 +76,7 @@ static struct attribute *vbblk_stats_attrs[] = {
 	&vbblk_stat_attr_nowait_eagain.attr.attr,
 	&vbblk_stat_attr_retried.attr.attr,
 	&vbblk_stat_attr_queue_rqs.attr.attr,
+	&vbblk_stat_attr_poll_batched.attr.attr,
 	NULL,
 };
 

@@ -385,9 +385,15 @@ static void vbblk_map_queues(struct blk_mq_tag_set *set)
 static void vbblk_rq_complete_batch(struct io_comp_batch *iob)
 {
 	struct request *req;
+	unsigned int n = 0;
 
-	rq_list_for_each(&iob->req_list, req)
+	rq_list_for_each(&iob->req_list, req) {
 		vbblk_rq_unmap(req, blk_mq_rq_to_pdu(req));
+		n++;
+	}
+	req = rq_list_peek(&iob->req_list);
+	if (req)
+		vbblk_stat_add(req->q->queuedata, VBBLK_STAT_POLL_BATCHED, n);
 	blk_mq_end_request_batch(iob);
 }
 
