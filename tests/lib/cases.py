@@ -25,8 +25,11 @@ class Test:
     def __init__(self, name, disks, timeout=240, vbblk_only=False, mem=1024, setup=None,
                  check=None, actions=None, doc='', optional=False, extra_args=(), append='',
                  smp=2, modes=BOTH, host=None, sides=('main',), kmod=(), leaks=False,
-                 hotplug=False, quiet=False, needs=()):
+                 hotplug=False, quiet=False, needs=(), side_modes=None):
         self.name = name
+        # the modes that also run on the device sides other than the main
+        # loop (None: every mode); a side changes the device, not the path
+        self.side_modes = side_modes
         self.group = None         # set by _load_groups()
         # host programs (or, as absolute paths, files) the test cannot run
         # without: missing, it is a SKIP with the reason (a vhost-user side

@@ -3,14 +3,15 @@
 The host side of the tests whose guest scripts sit beside this file."""
 import os
 
-from cases import test, ALL_PATHS, SIDES3, random_fill
+from cases import test, ALL_PATHS, BOTH, SIDES3, random_fill
 from vm import Disk, sha256_file
 
 
-@test('integrity', timeout=480, modes=ALL_PATHS, sides=SIDES3)
+@test('integrity', timeout=480, modes=ALL_PATHS, sides=SIDES3, side_modes=BOTH)
 def _integrity(side='main'):
     """fio crc32c verify (seq+rand, 512B-1MiB, qd 1/32, 2 jobs) on 1- and 2-queue disks
-    (vhost-user: 2 and 4), then reload and re-verify; main loop, iothread, vhost-user"""
+    (vhost-user: 2 and 4), then reload and re-verify; main loop, iothread and vhost-user
+    (batch=0 on the main loop only)"""
     nq = (2, 4) if side == 'vhost-user' else (1, 2)
     return [Disk('integ1', '64M', serial='INTEG-1', props={'num-queues': nq[0]}),
             Disk('integ2', '64M', serial='INTEG-2', props={'num-queues': nq[1]})]
