@@ -4,7 +4,7 @@ The host side of the tests whose guest scripts sit beside this file."""
 import flushcheck
 import os
 
-from cases import Test, TESTS, test, ALL_PATHS, SIDES3, trace_args
+from cases import Test, TESTS, test, BOTH, SIDES3, trace_args
 from vm import Disk
 
 
@@ -45,7 +45,7 @@ def _powercut(outdir, ctx):
 NBDKIT = ('nbdkit', 'gcc', '/usr/include/nbdkit-plugin.h')
 
 
-TESTS.append(Test('powercut', lambda: [], modes=ALL_PATHS, host=_powercut, needs=NBDKIT,
+TESTS.append(Test('powercut', lambda: [], modes=BOTH, host=_powercut, needs=NBDKIT,
                   doc='POWERCUTS (6) power cuts on a volatile-cache NBD disk (nbdkit volcache) '
                       'during O_DSYNC, fdatasync and ext4 fsync record writers: after each, fsck -n '
                       'is clean after journal replay and every acknowledged record is intact'))
