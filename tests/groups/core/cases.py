@@ -129,12 +129,12 @@ def _trace():
                  props={'request-merging': 'off'})]
 
 
-SOAK_SECONDS = int(float(os.environ.get('SOAK_MINUTES', '1.5')) * 60)
+SOAK_SECONDS = int(float(os.environ.get('SOAK_MINUTES', '1')) * 60)
 
 
 @test('soak', leaks=True, timeout=SOAK_SECONDS + 300, append='vbsoak=%d' % SOAK_SECONDS)
 def _soak():
-    """SOAK_MINUTES (1.5) of mixed verified fio on 2 disks with 2 queues each, while cache_type
+    """SOAK_MINUTES (1) of mixed verified fio on 2 disks with 2 queues each, while cache_type
     flips, one disk grows and CPU 1 goes offline and back: no error, no hang, slab stable"""
     return [Disk('soak1', '64M', serial='SOAK-1', props={'num-queues': 2, 'config-wce': 'on'}),
             Disk('soak2', '64M', serial='SOAK-2', props={'num-queues': 2})]
