@@ -33,10 +33,10 @@ def _shared_queue():
     return [Disk('sq', '64M', serial='SQ-1', props={'num-queues': 1})]
 
 
-@test('poll', timeout=300, sides=('main', 'vhost-user'))
+@test('poll', timeout=300, sides=('main', 'vhost-user'), side_modes=('mode=bio',))
 def _poll(side='main'):
     """poll_queues=1: io_poll on, io_uring hipri verified with (almost) no interrupts,
-    interrupt-driven I/O beside it, clean unload; main loop and vhost-user"""
+    interrupt-driven I/O beside it, clean unload; main loop and (bio mode) vhost-user"""
     return [Disk('polld', '64M', serial='POLL-1', props={'num-queues': 3})]
 
 
