@@ -1,4 +1,4 @@
-# load_unload: 100 load/unload cycles (15 where kmemleak watches: it sees a
+# load_unload: 50 load/unload cycles (15 where kmemleak watches: it sees a
 # leak in one cycle, and makes each one slow) with a disk attached and some I/O in
 # between; rmmod is refused while I/O holds the disk open and while ext4 is
 # mounted, and succeeds once it is closed.
@@ -9,7 +9,7 @@ d=$(disk_by_serial LU-1)
 must vbtool fill /dev/$d 0 4M 1
 drv_unload
 wait_gone $d || fail "$d still present after rmmod"
-cycles=100
+cycles=50
 [ -z "$KML" ] || cycles=15	# kmemleak on: tests/guest/init scans after the test
 for i in $(seq 1 $cycles); do
 	drv_load
