@@ -35,8 +35,12 @@ def _sg_ro_check(guest):
     return None
 
 
+# bio mode only: SG_IO is the same code in both modes (a request on the blk-mq
+# queue, the disk's own in request mode, the one beside in bio mode); in bio
+# mode passthrough also shares the rings with the bio path
 @test('sg_io', leaks=True, timeout=600, vbblk_only=True, extra_args=_sg_trace_args,
-      actions={'unsupp': _unsupp_count}, setup=_sg_ro_setup, check=_sg_ro_check)
+      modes=('mode=bio',), actions={'unsupp': _unsupp_count}, setup=_sg_ro_setup,
+      check=_sg_ro_check)
 def _sg_io():
     """sg3-utils through SG_IO: INQUIRY/VPD/capacity/mode values equal QEMU's, sg_dd
     round trips, UNMAP/WRITE SAME, sense for bad commands, permissions, read-only;
