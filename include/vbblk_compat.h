@@ -443,4 +443,130 @@ static inline bool vbblk_disk_name_taken(struct gendisk *probe_disk,
 	return true;
 }
 
+/* ---- io_uring commands (vbblk_uring.c) ---- */
+
+#include <linux/mm.h>
+#include <linux/uio.h>
+#ifdef HAVE_LINUX_IO_URING_CMD_H
+#include <linux/io_uring/cmd.h>
+#else
+#include <linux/io_uring.h>
+#endif
+
+/* The command bytes of a uring_cmd's SQE. */
+static inline const void *vbblk_uring_cmd_payload(const struct io_uring_cmd *c)
+{
+#ifdef HAVE_URING_CMD_SQE
+	return c->sqe->cmd;
+#else
+	return c->cmd;
+#endif
+}
+
+static inline void vbblk_uring_cmd_done(struct io_uring_cmd *c, int ret,
+					unsigned int issue_flags)
+{
+#ifdef HAVE_URING_CMD_DONE_NORES2
+	io_uring_cmd_done(c, ret, issue_flags);
+#else
+	io_uring_cmd_done(c, ret, 0, issue_flags);
+#endif
+}
+
+/*
+ * VBBLK_URING_TW(name, fn) defines task-work callback @name that calls
+ * fn(struct io_uring_cmd *, unsigned int issue_flags), whatever the
+ * kernel's callback type is.
+ */
+#ifdef HAVE_URING_CMD_TW_REQ
+#define VBBLK_URING_TW(name, fn)					\
+static void name(struct io_tw_req tw_req, io_tw_token_t tw)		\
+{									\
+	fn(io_uring_cmd_from_tw(tw_req), IO_URING_CMD_TASK_WORK_ISSUE_FLAGS); \
+}
+#else
+#define VBBLK_URING_TW(name, fn)					\
+static void name(struct io_uring_cmd *c, unsigned int issue_flags)	\
+{									\
+	fn(c, issue_flags);						\
+}
+#endif
+
+/* Run @cb in the submitter's task; lazily (batched wakeups) if we can. */
+#ifdef HAVE_URING_CMD_DO_IN_TASK_LAZY
+#define vbblk_uring_cmd_in_task(c, cb)	io_uring_cmd_do_in_task_lazy(c, cb)
+#else
+#define vbblk_uring_cmd_in_task(c, cb)	io_uring_cmd_complete_in_task(c, cb)
+#endif
+
+static inline int vbblk_uring_import_fixed(u64 addr, unsigned long len,
+					   int rw, struct iov_iter *iter,
+					   struct io_uring_cmd *c,
+					   unsigned int issue_flags)
+{
+#ifdef HAVE_URING_CMD_IMPORT_FIXED_FLAGS
+	return io_uring_cmd_import_fixed(addr, len, rw, iter, c, issue_flags);
+#else
+	return io_uring_cmd_import_fixed(addr, len, rw, iter, c);
+#endif
+}
+
+/* Registered buffers described by an iovec array, where the kernel can. */
+static inline int vbblk_uring_import_fixed_vec(struct io_uring_cmd *c,
+					       const struct iovec __user *uvec,
+					       size_t nr, int rw,
+					       struct iov_iter *iter,
+					       unsigned int issue_flags)
+{
+#ifdef HAVE_URING_CMD_IMPORT_FIXED_VEC
+	return io_uring_cmd_import_fixed_vec(c, uvec, nr, rw, iter,
+					     issue_flags);
+#else
+	return -EOPNOTSUPP;
+#endif
+}
+
+/*
+ * The pages under an iterator, for the device to read or write: pinned
+ * (user memory), or borrowed (registered buffers, which io_uring holds).
+ * vbblk_iter_release_pages() gives back what vbblk_iter_get_pages() took.
+ */
+static inline ssize_t vbblk_iter_get_pages(struct iov_iter *i,
+					   struct page **pages, size_t max,
+					   unsigned int maxpages, size_t *off)
+{
+#ifdef HAVE_IOV_ITER_EXTRACT_PAGES
+	return iov_iter_extract_pages(i, &pages, max, maxpages, 0, off);
+#else
+	return iov_iter_get_pages2(i, pages, max, maxpages, off);
+#endif
+}
+
+/* Must vbblk_iter_release_pages() give back the pages taken from @i? */
+static inline bool vbblk_iter_holds_pages(const struct iov_iter *i)
+{
+#ifdef HAVE_IOV_ITER_EXTRACT_PAGES
+	return iov_iter_extract_will_pin(i);
+#else
+	return true;	/* iov_iter_get_pages2() takes a reference on each */
+#endif
+}
+
+/* May sleep (dirtying locks the page). */
+static inline void vbblk_iter_release_pages(struct page **pages,
+					    unsigned int n, bool dirty)
+{
+#ifdef HAVE_IOV_ITER_EXTRACT_PAGES
+	unpin_user_pages_dirty_lock(pages, n, dirty);
+#else
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		if (dirty)
+			set_page_dirty_lock(pages[i]);
+		put_page(pages[i]);
+	}
+#endif
+}
+
 #endif /* VBBLK_COMPAT_H */
