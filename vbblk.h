@@ -9,7 +9,8 @@
  *   ioctl       vbblk_ioctl.c: SG_IO and the SCSI ioctls
  *   scsi        vbblk_scsi.c: SCSI commands translated (VBBLK_SCSI=y)
  *   sg          vbblk_sg.c: SG_IO buffers and commands
- *   paths       virtio_blk_bio.c (submit_bio), virtio_blk_rq.c (blk-mq)
+ *   paths       virtio_blk_bio.c (submit_bio), virtio_blk_rq.c (blk-mq),
+ *               vbblk_uring.c (io_uring passthrough, /dev/vbblk/<disk>)
  *   batch       virtio_blk_batch.c: per-CPU batches and plugs (bio path)
  *   bio_cmd     virtio_blk_bio_cmd.c: bio commands, parking (bio path)
  *   cmd         vbblk_cmd.c: header, data map, ranges, retry, sync flush
@@ -109,6 +110,7 @@ enum vbblk_stat {
 	VBBLK_STAT_RETRIED,		/* failed batches/merged requests retried bio by bio */
 	VBBLK_STAT_QUEUE_RQS,		/* requests put on the ring by ->queue_rqs */
 	VBBLK_STAT_POLL_BATCHED,	/* polled requests ended in an io_comp_batch */
+	VBBLK_STAT_URING_CMDS,		/* io_uring passthrough commands sent */
 	VBBLK_NR_STATS,
 };
 
@@ -133,13 +135,14 @@ struct vbblk;
 struct vbblk_vq;
 struct vbblk_bio_cmd;
 struct vbblk_bio_vq;
+struct vbblk_uring;
 
 /* Called by the ring for a virtqueue: room was freed, or a reap ended I/O. */
 typedef void (*vbblk_vq_fn)(struct vbblk_vq *vq);
 /* Take a reaped command into a poller's completion batch, or refuse. */
 typedef bool (*vbblk_batch_fn)(struct vbblk_iohdr *hdr, void *batch);
-/* Paths that may wait for room on one ring at once: bio and request. */
-#define VBBLK_ROOM_WAITERS	2
+/* Paths that may wait for room on one ring at once: bio, request, uring. */
+#define VBBLK_ROOM_WAITERS	3
 
 /*
  * Bio mode: device FLUSHes shared by concurrent flush stages (see
@@ -222,6 +225,9 @@ struct vbblk {
 	unsigned int scsi_max_segs;	/* data segments beside the SCSI parts */
 	unsigned int sg_timeout;	/* SG_SET_TIMEOUT, jiffies; 0: default */
 	unsigned int sg_reserved;	/* SG_SET_RESERVED_SIZE, bytes */
+
+	/* io_uring passthrough (vbblk_uring.c); NULL from remove on */
+	struct vbblk_uring *uring;
 };
 
 /* Interrupt-driven virtqueues come first; the poll queues follow them. */
@@ -486,6 +492,14 @@ int vbblk_poll_bio(struct bio *bio, struct io_comp_batch *iob,
 int vbblk_bio_init(struct vbblk *vblk);
 void vbblk_bio_exit(struct vbblk *vblk);
 void vbblk_bio_drain(struct vbblk *vblk);
+
+/* io_uring passthrough: /dev/vbblk/<disk> (vbblk_uring.c) */
+int vbblk_uring_add(struct vbblk *vblk);
+void vbblk_uring_remove(struct vbblk *vblk);
+void vbblk_uring_freeze(struct vbblk *vblk);
+void vbblk_uring_restore(struct vbblk *vblk);
+int vbblk_uring_register(void);
+void vbblk_uring_unregister(void);
 
 /*
  * The blk-mq request path. A REQ_OP_DRV_IN/OUT request (GET_ID, SG_IO)

@@ -850,6 +850,12 @@ static int vbblk_probe(struct virtio_device *vdev)
 	if (err)
 		goto out_reset;
 
+	/* Without its passthrough device the disk still works: say so. */
+	err = vbblk_uring_add(vblk);
+	if (err)
+		dev_warn(&vdev->dev, "%s: no /dev/vbblk/%s (error %d)\n",
+			 vblk->disk->disk_name, vblk->disk->disk_name, err);
+
 	dev_info(&vdev->dev, "%s: %s mode, %u queue%s (%u polled), depth %u, %u segments\n",
 		 vblk->disk->disk_name, vbblk_mode_names[vblk->mode],
 		 vblk->num_vqs, vblk->num_vqs > 1 ? "s" : "",
@@ -899,6 +905,9 @@ static void vbblk_remove(struct virtio_device *vdev)
 	vblk->dead_stalled = 0;
 	schedule_delayed_work(&vblk->dead_work, HZ);
 
+	/* Passthrough first: its node is the disk's child. */
+	vbblk_uring_remove(vblk);
+
 	/*
 	 * No new I/O after this. blk-mq waits for its requests here; bios
 	 * do not hold the queue once submitted, so drain those ourselves.
@@ -933,6 +942,7 @@ static int vbblk_freeze(struct virtio_device *vdev)
 	struct vbblk *vblk = vdev->priv;
 
 	/* Drain and block new I/O, passthrough too, before the rings go. */
+	vbblk_uring_freeze(vblk);
 	vbblk_quiesce(vblk);
 	if (vblk->mode == VBBLK_MODE_BIO)
 		vbblk_freeze_queue(vblk->rq_queue);
@@ -966,6 +976,7 @@ static int vbblk_restore(struct virtio_device *vdev)
 	if (vblk->mode == VBBLK_MODE_BIO)
 		vbblk_unfreeze_queue(vblk->rq_queue);
 	vbblk_unquiesce(vblk);
+	vbblk_uring_restore(vblk);
 	return 0;
 }
 #endif
@@ -1032,12 +1043,18 @@ static int __init vbblk_init(void)
 		goto out_cpuhp;
 	}
 
-	err = register_virtio_driver(&vbblk_driver);
+	err = vbblk_uring_register();
 	if (err)
 		goto out_blkdev;
+
+	err = register_virtio_driver(&vbblk_driver);
+	if (err)
+		goto out_uring;
 	vbblk_debugfs_init();
 	return 0;
 
+out_uring:
+	vbblk_uring_unregister();
 out_blkdev:
 	unregister_blkdev(vbblk_major, VBBLK_NAME);
 out_cpuhp:
@@ -1049,6 +1066,7 @@ static void __exit vbblk_exit(void)
 {
 	vbblk_debugfs_exit();
 	unregister_virtio_driver(&vbblk_driver);
+	vbblk_uring_unregister();
 	unregister_blkdev(vbblk_major, VBBLK_NAME);
 	vbblk_batch_cpuhp_exit();
 	ida_destroy(&vbblk_index_ida);

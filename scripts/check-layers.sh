@@ -12,7 +12,7 @@ LAYERS=(
 	"ioctl: vbblk_ioctl"
 	"scsi: vbblk_scsi"
 	"sg: vbblk_sg"
-	"paths: virtio_blk_bio virtio_blk_rq"
+	"paths: virtio_blk_bio virtio_blk_rq vbblk_uring"
 	"batch: virtio_blk_batch"
 	"bio_cmd: virtio_blk_bio_cmd"
 	"cmd: vbblk_cmd"

@@ -1,0 +1,915 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * io_uring passthrough: a character device per disk, /dev/vbblk/<disk>,
+ * whose IORING_OP_URING_CMD commands (include/uapi/linux/vbblk.h) become
+ * virtio-blk commands on the submitting CPU's virtqueue with no block layer
+ * in between, in either mode. It sits beside the I/O paths and calls only
+ * the command and ring layers.
+ *
+ * A command takes a preallocated struct vbblk_ucmd of its virtqueue, pins
+ * (or, for registered buffers, borrows) the user's pages straight into its
+ * scatterlist and goes on the ring; under the submitter's plug (io_uring
+ * plugs a batch of three or more) the notify waits for the unplug, one per
+ * virtqueue. The ring's completion hands the result to the submitter's task
+ * (pages are dirtied and unpinned there); a polled command on a poll queue
+ * is ended by its poller directly (see vbblk_ucmd_end_polled()).
+ *
+ * Lifetime: an open file holds the character device, which holds the disk,
+ * which holds struct vbblk. ur->ref counts commands on the rings and plugs
+ * that will notify: freeze and remove kill it and wait for it to drain,
+ * which vbblk_vqs_abort() guarantees for a device that stopped answering.
+ */
+#include <linux/blkdev.h>
+#include <linux/capability.h>
+#include <linux/cdev.h>
+#include <linux/fs.h>
+#include <linux/ioprio.h>
+#include <linux/percpu-refcount.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/uio.h>
+
+#include "vbblk.h"
+#include "include/uapi/linux/vbblk.h"
+
+/* Pages kept inside each command (32 KiB); larger I/O allocates its tables. */
+#define VBBLK_UCMD_INLINE	8
+/* Minors: one per disk index (the disk's own minor >> VBBLK_PART_BITS). */
+#define VBBLK_URING_MINORS	(1U << (MINORBITS - VBBLK_PART_BITS))
+
+struct vbblk_uring_vq;
+
+/* One passthrough command: what it put on the ring and what it holds. */
+struct vbblk_ucmd {
+	struct vbblk_iohdr hdr;
+	struct vbblk_uring_vq *uvq;
+	struct io_uring_cmd *ioucmd;
+	int result;			/* bytes moved, or -errno */
+	unsigned int bytes;
+	unsigned int nr_pages;		/* pages to give back */
+	u8 op;				/* VBBLK_OP_* */
+	bool polled;			/* on a poll queue: its poller ends it */
+	void __user *id_buf;		/* GET_ID: where the serial goes */
+	struct page **pages;
+	struct scatterlist *sg;
+	struct list_head free_node;
+	struct work_struct release_work;	/* polled reads: dirty, unpin */
+	union {
+		struct virtio_blk_discard_write_zeroes range;
+		u8 id[VIRTIO_BLK_ID_BYTES];
+	};
+	struct page *inline_pages[VBBLK_UCMD_INLINE];
+	struct scatterlist inline_sg[VBBLK_UCMD_INLINE];
+};
+
+/* The passthrough state of one virtqueue: its commands. */
+struct vbblk_uring_vq {
+	struct vbblk_uring *ur;
+	unsigned int index;		/* vblk->vqs[index] */
+	spinlock_t lock;		/* free list */
+	struct list_head free;
+	wait_queue_head_t wait;		/* for a free command or ring room */
+	atomic_t room;			/* reaps that freed room, for waiters */
+	unsigned int nr_cmds;
+	struct vbblk_ucmd **cmds;
+} ____cacheline_aligned_in_smp;
+
+struct vbblk_uring {
+	struct device dev;
+	struct cdev cdev;
+	struct vbblk *vblk;
+	/* commands on the rings and plugs yet to notify; killed to drain */
+	struct percpu_ref ref;
+	wait_queue_head_t gate_wait;	/* ref drained, or the gate opened */
+	bool frozen;			/* freeze: submitters wait */
+	bool dead;			/* removed: submitters fail */
+	bool killed;
+	struct mutex pool_lock;		/* first open allocates the commands */
+	bool pool_ready;
+	unsigned int nr_vqs;
+	struct vbblk_uring_vq *uvqs;
+};
+
+/* What io_uring keeps for us in the command: valid until it is done. */
+struct vbblk_uring_pdu {
+	struct vbblk_ucmd *ucmd;
+	u16 vq;
+	bool polled;
+};
+
+static dev_t vbblk_uring_devt;
+static struct class vbblk_uring_class = {
+	.name = "vbblk",
+};
+
+static struct vbblk_uring_pdu *vbblk_pdu(struct io_uring_cmd *ioucmd)
+{
+	BUILD_BUG_ON(sizeof(struct vbblk_uring_pdu) > sizeof(ioucmd->pdu));
+	return (struct vbblk_uring_pdu *)ioucmd->pdu;
+}
+
+/* ---- commands ---- */
+
+static struct vbblk_ucmd *vbblk_ucmd_get(struct vbblk_uring_vq *uvq)
+{
+	struct vbblk_ucmd *uc = NULL;
+	unsigned long flags;
+
+	spin_lock_irqsave(&uvq->lock, flags);
+	if (!list_empty(&uvq->free)) {
+		uc = list_first_entry(&uvq->free, struct vbblk_ucmd, free_node);
+		list_del(&uc->free_node);
+	}
+	spin_unlock_irqrestore(&uvq->lock, flags);
+	return uc;
+}
+
+/* Give back the pages and tables a command holds. May sleep (dirtying). */
+static void vbblk_ucmd_unmap(struct vbblk_ucmd *uc)
+{
+	if (uc->nr_pages)
+		vbblk_iter_release_pages(uc->pages, uc->nr_pages,
+					 uc->op == VBBLK_OP_READ);
+	uc->nr_pages = 0;
+	if (uc->pages != uc->inline_pages) {
+		kfree(uc->pages);
+		kfree(uc->sg);
+		uc->pages = uc->inline_pages;
+		uc->sg = uc->inline_sg;
+	}
+}
+
+static void vbblk_ucmd_put(struct vbblk_ucmd *uc)
+{
+	struct vbblk_uring_vq *uvq = uc->uvq;
+	unsigned long flags;
+
+	vbblk_ucmd_unmap(uc);
+	spin_lock_irqsave(&uvq->lock, flags);
+	list_add(&uc->free_node, &uvq->free);
+	spin_unlock_irqrestore(&uvq->lock, flags);
+	if (wq_has_sleeper(&uvq->wait))
+		wake_up(&uvq->wait);
+}
+
+/* In the submitter's task (or its poller): results to user space. */
+static void vbblk_ucmd_finish(struct io_uring_cmd *ioucmd,
+			      unsigned int issue_flags)
+{
+	struct vbblk_ucmd *uc = vbblk_pdu(ioucmd)->ucmd;
+	int res = uc->result;
+
+	if (uc->op == VBBLK_OP_GET_ID && res >= 0 &&
+	    copy_to_user(uc->id_buf, uc->id, VBBLK_ID_BYTES))
+		res = -EFAULT;
+	vbblk_ucmd_put(uc);
+	vbblk_uring_cmd_done(ioucmd, res, issue_flags);
+}
+
+VBBLK_URING_TW(vbblk_ucmd_tw, vbblk_ucmd_finish)
+
+/* A polled read's pages, dirtied where that may sleep. */
+static void vbblk_ucmd_release_work(struct work_struct *work)
+{
+	struct vbblk_ucmd *uc = container_of(work, struct vbblk_ucmd,
+					     release_work);
+	struct vbblk_uring *ur = uc->uvq->ur;
+
+	vbblk_ucmd_put(uc);
+	put_device(&ur->dev);
+}
+
+/*
+ * A polled command ends in whichever poller reaped it, which may be a block
+ * device's poller inside an RCU read section: it must not sleep there. Its
+ * completion is posted at once (io_uring's IOPOLL loop only marks it
+ * done); pages that need dirtying are given back from a workqueue, which
+ * holds the device (and so the commands) until then.
+ */
+static void vbblk_ucmd_end_polled(struct vbblk_ucmd *uc, struct vbblk_uring *ur)
+{
+	vbblk_uring_cmd_done(uc->ioucmd, uc->result, 0);
+	if (uc->nr_pages && uc->op == VBBLK_OP_READ) {
+		get_device(&ur->dev);
+		queue_work(system_wq, &uc->release_work);
+	} else {
+		vbblk_ucmd_put(uc);
+	}
+}
+
+/* The ring is done with it (interrupt, poller or abort; no lock held). */
+static void vbblk_ucmd_end(struct vbblk_iohdr *hdr)
+{
+	struct vbblk_ucmd *uc = container_of(hdr, struct vbblk_ucmd, hdr);
+	struct vbblk_uring *ur = uc->uvq->ur;
+	blk_status_t st = vbblk_status(hdr);
+
+	uc->result = st ? blk_status_to_errno(st) : uc->bytes;
+	if (uc->polled)
+		vbblk_ucmd_end_polled(uc, ur);
+	else
+		vbblk_uring_cmd_in_task(uc->ioucmd, vbblk_ucmd_tw);
+	/* What the task work touches lives as long as the open file. */
+	percpu_ref_put(&ur->ref);
+}
+
+/* ---- the gate: freeze waits, remove fails ---- */
+
+static int vbblk_uring_enter(struct vbblk_uring *ur, bool nowait)
+{
+	while (!percpu_ref_tryget_live(&ur->ref)) {
+		if (READ_ONCE(ur->dead))
+			return -ENODEV;
+		if (nowait)
+			return -EAGAIN;
+		if (wait_event_interruptible(ur->gate_wait,
+					     !READ_ONCE(ur->frozen) ||
+					     READ_ONCE(ur->dead)))
+			return -EINTR;
+	}
+	return 0;
+}
+
+static void vbblk_uring_ref_release(struct percpu_ref *ref)
+{
+	struct vbblk_uring *ur = container_of(ref, struct vbblk_uring, ref);
+
+	wake_up_all(&ur->gate_wait);
+}
+
+/* Stop new commands and wait for those on the rings. */
+static void vbblk_uring_drain(struct vbblk_uring *ur)
+{
+	if (!ur->killed) {
+		ur->killed = true;
+		percpu_ref_kill(&ur->ref);
+	}
+	wait_event(ur->gate_wait, percpu_ref_is_zero(&ur->ref));
+}
+
+/* ---- plugs: one notify per virtqueue per submission batch ---- */
+
+struct vbblk_uring_plug {
+	struct blk_plug_cb cb;
+	DECLARE_BITMAP(kick, VBBLK_MAX_QUEUES);
+};
+
+static void vbblk_uring_unplug(struct blk_plug_cb *cb, bool from_schedule)
+{
+	struct vbblk_uring_plug *p = container_of(cb, struct vbblk_uring_plug,
+						  cb);
+	struct vbblk_uring *ur = cb->data;
+	struct vbblk *vblk = ur->vblk;
+	unsigned int i;
+
+	for_each_set_bit(i, p->kick, ur->nr_vqs)
+		vbblk_vq_kick(&vblk->vqs[i]);
+	vbblk_stat_inc(vblk, VBBLK_STAT_PLUG_CALLBACKS);
+	kfree(p);
+	percpu_ref_put(&ur->ref);
+}
+
+/* Under the submitter's plug, leave @index's notify to the unplug. */
+static bool vbblk_uring_plug_note(struct vbblk_uring *ur, unsigned int index)
+{
+	struct vbblk_uring_plug *p;
+	struct blk_plug_cb *cb;
+
+	if (!current->plug)
+		return false;
+	cb = blk_check_plugged(vbblk_uring_unplug, ur, sizeof(*p));
+	if (!cb)
+		return false;
+	p = container_of(cb, struct vbblk_uring_plug, cb);
+	/* A new callback is zeroed: it holds the virtqueues until it runs. */
+	if (bitmap_empty(p->kick, VBBLK_MAX_QUEUES))
+		percpu_ref_get(&ur->ref);
+	__set_bit(index, p->kick);
+	return true;
+}
+
+/* ---- building a command ---- */
+
+static bool vbblk_op_writes(u8 op)
+{
+	return op == VBBLK_OP_WRITE || op == VBBLK_OP_DISCARD ||
+	       op == VBBLK_OP_WRITE_ZEROES;
+}
+
+/* Everything about a command that does not need the device. */
+static int vbblk_uring_check(struct vbblk_uring *ur, struct file *file,
+			     const struct vbblk_uring_cmd *c)
+{
+	struct vbblk *vblk = ur->vblk;
+	u32 flags_ok = 0;
+
+	if (c->rsvd0 || c->rsvd[0] || c->rsvd[1])
+		return -EINVAL;
+	switch (c->opcode) {
+	case VBBLK_OP_READ:
+	case VBBLK_OP_WRITE:
+		flags_ok = VBBLK_F_VEC;
+		if (c->nr_sectors)
+			return -EINVAL;
+		break;
+	case VBBLK_OP_FLUSH:
+		if (c->addr || c->len || c->nr_sectors || c->sector)
+			return -EINVAL;
+		break;
+	case VBBLK_OP_WRITE_ZEROES:
+		flags_ok = VBBLK_F_UNMAP;
+		fallthrough;
+	case VBBLK_OP_DISCARD:
+		if (c->addr || c->len || !c->nr_sectors)
+			return -EINVAL;
+		break;
+	case VBBLK_OP_GET_ID:
+		if (c->len != VBBLK_ID_BYTES || c->sector || c->nr_sectors)
+			return -EINVAL;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (c->flags & ~flags_ok)
+		return -EINVAL;
+
+	if (c->ioprio) {
+		int class = IOPRIO_PRIO_CLASS(c->ioprio);
+
+		if (class > IOPRIO_CLASS_IDLE || class == IOPRIO_CLASS_NONE)
+			return -EINVAL;
+		if (class == IOPRIO_CLASS_RT && !capable(CAP_SYS_NICE) &&
+		    !capable(CAP_SYS_ADMIN))
+			return -EPERM;
+	}
+
+	if (vbblk_op_writes(c->opcode)) {
+		if (!(file->f_mode & FMODE_WRITE))
+			return -EBADF;
+		if (vblk->read_only || get_disk_ro(vblk->disk))
+			return -EROFS;
+	}
+	return 0;
+}
+
+/* Sectors [sector, sector + n) on the disk and aligned to its blocks. */
+static int vbblk_uring_check_range(struct vbblk *vblk, u64 sector, u64 n)
+{
+	unsigned int lbs_sectors = queue_logical_block_size(vblk->disk->queue) >>
+				   SECTOR_SHIFT;
+	u64 cap = get_capacity(vblk->disk);
+
+	if ((sector | n) & (lbs_sectors - 1))
+		return -EINVAL;
+	if (sector > cap || n > cap - sector)
+		return -ERANGE;
+	return 0;
+}
+
+/* The data's iterator: user memory, an iovec array, or registered. */
+static int vbblk_uring_import(struct io_uring_cmd *ioucmd,
+			      const struct vbblk_uring_cmd *c, int rw,
+			      struct iov_iter *iter, struct iovec **iov,
+			      unsigned int issue_flags)
+{
+	void __user *addr = u64_to_user_ptr(c->addr);
+	bool fixed = ioucmd->flags & IORING_URING_CMD_FIXED;
+	struct iovec *fast = *iov;
+	ssize_t ret;
+
+	*iov = NULL;
+	if (c->flags & VBBLK_F_VEC) {
+		if (fixed)
+			return vbblk_uring_import_fixed_vec(ioucmd, addr, c->len,
+							    rw, iter,
+							    issue_flags);
+		*iov = fast;
+		ret = import_iovec(rw, addr, c->len, UIO_FASTIOV, iov, iter);
+		return ret < 0 ? ret : 0;
+	}
+	if (fixed)
+		return vbblk_uring_import_fixed(c->addr, c->len, rw, iter, ioucmd,
+						issue_flags);
+	if (!access_ok(addr, c->len))
+		return -EFAULT;
+	iov_iter_ubuf(iter, rw, addr, c->len);
+	return 0;
+}
+
+/*
+ * Take the data's pages into @uc's scatterlist, one entry per page, each
+ * piece aligned as the disk's DMA alignment asks, within max_segments.
+ */
+static int vbblk_ucmd_map(struct vbblk_ucmd *uc, struct iov_iter *iter,
+			  gfp_t gfp)
+{
+	struct vbblk *vblk = uc->uvq->ur->vblk;
+	struct request_queue *q = vblk->disk->queue;
+	unsigned int max = min(vblk->sg_elems, queue_max_segments(q));
+	unsigned int align = queue_dma_alignment(q);
+	unsigned int want, n = 0, i;
+	int err = 0;
+
+	want = iov_iter_npages(iter, max + 1);
+	if (!want || want > max)
+		return -EINVAL;
+	if (want > VBBLK_UCMD_INLINE) {
+		uc->pages = kmalloc_array(want, sizeof(*uc->pages), gfp);
+		uc->sg = kmalloc_array(want, sizeof(*uc->sg), gfp);
+		if (!uc->pages || !uc->sg) {
+			err = gfp == GFP_NOWAIT ? -EAGAIN : -ENOMEM;
+			goto out;
+		}
+	}
+	vbblk_sg_init(uc->sg, want);
+	while (iov_iter_count(iter)) {
+		bool hold = vbblk_iter_holds_pages(iter);
+		size_t off;
+		ssize_t got;
+		unsigned int cnt;
+
+		if (n == want) {
+			err = -EINVAL;
+			break;
+		}
+		got = vbblk_iter_get_pages(iter, uc->pages + n, SIZE_MAX,
+					   want - n, &off);
+		if (got <= 0) {
+			err = got ? got : -EFAULT;
+			break;
+		}
+		cnt = DIV_ROUND_UP(off + got, PAGE_SIZE);
+		for (i = 0; i < cnt; i++) {
+			unsigned int len = min_t(size_t, got, PAGE_SIZE - off);
+
+			if ((off | len) & align)
+				err = -EINVAL;
+			sg_set_page(&uc->sg[n + i], uc->pages[n + i], len, off);
+			got -= len;
+			off = 0;
+		}
+		n += cnt;
+		/* Registered buffers are io_uring's: nothing to give back. */
+		if (hold)
+			uc->nr_pages = n;
+		if (err)
+			break;
+	}
+	if (!err && n < want)
+		sg_mark_end(&uc->sg[n - 1]);
+out:
+	if (err)
+		vbblk_ucmd_unmap(uc);
+	return err;
+}
+
+/* Fill in @uc for command @c: header, data or range. */
+static int vbblk_ucmd_build(struct vbblk_ucmd *uc, struct io_uring_cmd *ioucmd,
+			    const struct vbblk_uring_cmd *c,
+			    unsigned int issue_flags, struct scatterlist **data,
+			    bool *out)
+{
+	struct vbblk *vblk = uc->uvq->ur->vblk;
+	struct request_queue *q = vblk->disk->queue;
+	struct iovec fast[UIO_FASTIOV], *iov = fast;
+	struct iov_iter iter;
+	u32 type, max;
+	int rw, err;
+
+	uc->op = c->opcode;
+	uc->bytes = 0;
+	*data = NULL;
+	*out = false;
+	switch (c->opcode) {
+	case VBBLK_OP_READ:
+	case VBBLK_OP_WRITE:
+		*out = c->opcode == VBBLK_OP_WRITE;
+		rw = *out ? WRITE : READ;
+		type = *out ? VIRTIO_BLK_T_OUT : VIRTIO_BLK_T_IN;
+		err = vbblk_uring_import(ioucmd, c, rw, &iter, &iov,
+					 issue_flags);
+		if (err)
+			return err;
+		uc->bytes = iov_iter_count(&iter);
+		err = -EINVAL;
+		if (!uc->bytes ||
+		    uc->bytes > (queue_max_hw_sectors(q) << SECTOR_SHIFT))
+			goto out_iov;
+		err = vbblk_uring_check_range(vblk, c->sector,
+					      uc->bytes >> SECTOR_SHIFT);
+		if (!err && uc->bytes & (queue_logical_block_size(q) - 1))
+			err = -EINVAL;
+		if (!err)
+			err = vbblk_ucmd_map(uc, &iter,
+					     issue_flags & IO_URING_F_NONBLOCK ?
+					     GFP_NOWAIT : GFP_KERNEL);
+out_iov:
+		kfree(iov);
+		if (err)
+			return err;
+		*data = uc->sg;
+		vbblk_iohdr_init(vblk, &uc->hdr, type, c->sector);
+		break;
+	case VBBLK_OP_FLUSH:
+		vbblk_iohdr_init(vblk, &uc->hdr, VIRTIO_BLK_T_FLUSH, 0);
+		break;
+	case VBBLK_OP_DISCARD:
+	case VBBLK_OP_WRITE_ZEROES:
+		if (c->opcode == VBBLK_OP_DISCARD) {
+			if (!vblk->has_discard)
+				return -EOPNOTSUPP;
+			type = VIRTIO_BLK_T_DISCARD;
+			max = q->limits.max_discard_sectors;
+		} else {
+			if (!vblk->has_write_zeroes)
+				return -EOPNOTSUPP;
+			type = VIRTIO_BLK_T_WRITE_ZEROES;
+			max = q->limits.max_write_zeroes_sectors;
+		}
+		if (c->nr_sectors > max)
+			return -EINVAL;
+		err = vbblk_uring_check_range(vblk, c->sector, c->nr_sectors);
+		if (err)
+			return err;
+		vbblk_range_set(&uc->range, c->sector, c->nr_sectors,
+				(c->flags & VBBLK_F_UNMAP) && vblk->wz_may_unmap ?
+				VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP : 0);
+		vbblk_sg_one(uc->inline_sg, &uc->range, sizeof(uc->range));
+		*data = uc->inline_sg;
+		*out = true;
+		vbblk_iohdr_init(vblk, &uc->hdr, type, 0);
+		break;
+	case VBBLK_OP_GET_ID:
+		uc->id_buf = u64_to_user_ptr(c->addr);
+		if (!access_ok(uc->id_buf, VBBLK_ID_BYTES))
+			return -EFAULT;
+		uc->bytes = VBBLK_ID_BYTES;
+		vbblk_sg_one(uc->inline_sg, uc->id, sizeof(uc->id));
+		*data = uc->inline_sg;
+		vbblk_iohdr_init(vblk, &uc->hdr, VIRTIO_BLK_T_GET_ID, 0);
+		break;
+	}
+	uc->hdr.out.ioprio = cpu_to_virtio32(vblk->vdev, c->ioprio);
+	return 0;
+}
+
+/* ---- submission ---- */
+
+/* The virtqueue the submitting CPU's block I/O uses (poll or default). */
+static struct vbblk_uring_vq *vbblk_uring_pick(struct vbblk_uring *ur,
+					       bool poll)
+{
+	struct blk_mq_tag_set *set = &ur->vblk->tag_set;
+	enum hctx_type t = poll ? HCTX_TYPE_POLL : HCTX_TYPE_DEFAULT;
+
+	return &ur->uvqs[set->map[t].mq_map[raw_smp_processor_id()]];
+}
+
+/* A reap on the virtqueue freed room: let waiters try again. */
+static void vbblk_uring_room(struct vbblk_vq *vq)
+{
+	struct vbblk_uring *ur;
+
+	/* A waiter that gave up may leave this behind: remove syncs RCU. */
+	rcu_read_lock();
+	ur = READ_ONCE(vq->vblk->uring);
+	if (ur) {
+		atomic_inc(&ur->uvqs[vq->index].room);
+		wake_up(&ur->uvqs[vq->index].wait);
+	}
+	rcu_read_unlock();
+}
+
+/*
+ * Put @uc on its ring. A full ring is waited for, or is -EAGAIN with
+ * @nowait (io_uring then issues again from its worker, which may wait).
+ */
+static int vbblk_ucmd_queue(struct vbblk_ucmd *uc, struct scatterlist *data,
+			    bool out, bool nowait)
+{
+	struct vbblk_uring_vq *uvq = uc->uvq;
+	struct vbblk_vq *vq = &uvq->ur->vblk->vqs[uvq->index];
+	bool plugged = vbblk_uring_plug_note(uvq->ur, uvq->index);
+	unsigned long flags;
+	bool notify = false;
+	int err, room;
+
+	for (;;) {
+		room = atomic_read(&uvq->room);
+		spin_lock_irqsave(&vq->lock, flags);
+		err = vbblk_vq_add(vq, &uc->hdr, data, out);
+		if (!err && plugged)
+			vbblk_stat_inc(vq->vblk, VBBLK_STAT_PLUG_DEFERRED);
+		else if (!err)
+			notify = vbblk_vq_kick_prepare(vq);
+		else if (err == -ENOSPC && !nowait)
+			vbblk_vq_want_room(vq, vbblk_uring_room);
+		spin_unlock_irqrestore(&vq->lock, flags);
+		if (notify)
+			vbblk_vq_notify(vq);
+		if (err != -ENOSPC)
+			return err;
+		/* Ours or the other paths' commands fill it: the next reap helps. */
+		vbblk_stat_inc(vq->vblk, VBBLK_STAT_RING_FULL_WAITS);
+		if (nowait)
+			return -EAGAIN;
+		if (wait_event_interruptible(uvq->wait,
+					     atomic_read(&uvq->room) != room))
+			return -EINTR;
+	}
+}
+
+static int vbblk_uring_cmd(struct io_uring_cmd *ioucmd,
+			   unsigned int issue_flags)
+{
+	struct vbblk_uring *ur = ioucmd->file->private_data;
+	struct vbblk_uring_pdu *pdu = vbblk_pdu(ioucmd);
+	bool nowait = issue_flags & IO_URING_F_NONBLOCK;
+	struct vbblk_uring_cmd c;
+	struct vbblk_uring_vq *uvq;
+	struct scatterlist *data;
+	struct vbblk_ucmd *uc;
+	struct vbblk *vblk;
+	bool out, poll;
+	int err;
+
+	if (ioucmd->cmd_op != VBBLK_URING_CMD_IO)
+		return -ENOTTY;
+	if (!(issue_flags & IO_URING_F_SQE128))
+		return -EINVAL;
+	/* The SQE is shared with user space: read it once. */
+	memcpy(&c, vbblk_uring_cmd_payload(ioucmd), sizeof(c));
+	err = vbblk_uring_check(ur, ioucmd->file, &c);
+	if (err)
+		return err;
+
+	err = vbblk_uring_enter(ur, nowait);
+	if (err)
+		return err;
+	vblk = ur->vblk;
+	if (c.opcode == VBBLK_OP_FLUSH && !vblk->has_flush) {
+		/* No volatile cache: nothing to make durable. */
+		err = 0;
+		goto out_put;
+	}
+
+	/* GET_ID copies out in the submitter's task: never polled. */
+	poll = (issue_flags & IO_URING_F_IOPOLL) && vblk->num_poll_vqs &&
+	       c.opcode != VBBLK_OP_GET_ID;
+	uvq = vbblk_uring_pick(ur, poll);
+	while (!(uc = vbblk_ucmd_get(uvq))) {
+		vbblk_stat_inc(vblk, VBBLK_STAT_RING_FULL_WAITS);
+		err = -EAGAIN;
+		if (nowait)
+			goto out_put;
+		err = -EINTR;
+		if (wait_event_interruptible(uvq->wait,
+					     !list_empty_careful(&uvq->free)))
+			goto out_put;
+	}
+	uc->ioucmd = ioucmd;
+	uc->polled = poll;
+	err = vbblk_ucmd_build(uc, ioucmd, &c, issue_flags, &data, &out);
+	if (err)
+		goto out_cmd;
+
+	pdu->ucmd = uc;
+	pdu->vq = uvq->index;
+	pdu->polled = poll;
+	vbblk_stat_inc(vblk, VBBLK_STAT_URING_CMDS);
+	/* From here the ring owns the reference: vbblk_ucmd_end() drops it. */
+	err = vbblk_ucmd_queue(uc, data, out, nowait);
+	if (err)
+		goto out_cmd;
+	return -EIOCBQUEUED;
+
+out_cmd:
+	vbblk_ucmd_put(uc);
+out_put:
+	percpu_ref_put(&ur->ref);
+	return err;
+}
+
+/* io_uring's IOPOLL loop: reap the poll queue the command went to. */
+static int vbblk_uring_iopoll(struct io_uring_cmd *ioucmd,
+			      struct io_comp_batch *iob,
+			      unsigned int poll_flags)
+{
+	struct vbblk_uring *ur = ioucmd->file->private_data;
+	struct vbblk_uring_pdu *pdu = vbblk_pdu(ioucmd);
+	int n;
+
+	if (!pdu->polled || !percpu_ref_tryget_live(&ur->ref))
+		return 0;
+	n = vbblk_vq_poll(&ur->vblk->vqs[pdu->vq]);
+	percpu_ref_put(&ur->ref);
+	return n;
+}
+
+/* ---- the character device ---- */
+
+static void vbblk_uring_free_pool(struct vbblk_uring *ur)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < ur->nr_vqs; i++) {
+		struct vbblk_uring_vq *uvq = &ur->uvqs[i];
+
+		for (j = 0; uvq->cmds && j < uvq->nr_cmds; j++)
+			kfree(uvq->cmds[j]);
+		kfree(uvq->cmds);
+		uvq->cmds = NULL;
+		INIT_LIST_HEAD(&uvq->free);
+	}
+}
+
+/* The commands, allocated when the device is first opened. */
+static int vbblk_uring_alloc_pool(struct vbblk_uring *ur)
+{
+	unsigned int depth = ur->vblk->tag_set.queue_depth;
+	unsigned int i, j;
+	int err = 0;
+
+	mutex_lock(&ur->pool_lock);
+	if (ur->pool_ready)
+		goto out;
+	for (i = 0; i < ur->nr_vqs && !err; i++) {
+		struct vbblk_uring_vq *uvq = &ur->uvqs[i];
+
+		uvq->cmds = kcalloc(depth, sizeof(*uvq->cmds), GFP_KERNEL);
+		if (!uvq->cmds) {
+			err = -ENOMEM;
+			break;
+		}
+		uvq->nr_cmds = depth;
+		for (j = 0; j < depth; j++) {
+			struct vbblk_ucmd *uc = kzalloc(sizeof(*uc), GFP_KERNEL);
+
+			if (!uc) {
+				err = -ENOMEM;
+				break;
+			}
+			uc->uvq = uvq;
+			uc->hdr.end = vbblk_ucmd_end;
+			INIT_WORK(&uc->release_work, vbblk_ucmd_release_work);
+			uc->pages = uc->inline_pages;
+			uc->sg = uc->inline_sg;
+			uvq->cmds[j] = uc;
+			list_add_tail(&uc->free_node, &uvq->free);
+		}
+	}
+	if (err)
+		vbblk_uring_free_pool(ur);
+	else
+		ur->pool_ready = true;
+out:
+	mutex_unlock(&ur->pool_lock);
+	return err;
+}
+
+static int vbblk_uring_open(struct inode *inode, struct file *file)
+{
+	struct vbblk_uring *ur = container_of(inode->i_cdev, struct vbblk_uring,
+					      cdev);
+	int err;
+
+	if (READ_ONCE(ur->dead))
+		return -ENXIO;
+	err = vbblk_uring_alloc_pool(ur);
+	if (err)
+		return err;
+	file->private_data = ur;
+	return 0;
+}
+
+static const struct file_operations vbblk_uring_fops = {
+	.owner			= THIS_MODULE,
+	.open			= vbblk_uring_open,
+	.uring_cmd		= vbblk_uring_cmd,
+	.uring_cmd_iopoll	= vbblk_uring_iopoll,
+	.llseek			= noop_llseek,
+};
+
+/* The last reference (an open file's, or remove's) is gone. */
+static void vbblk_uring_release(struct device *dev)
+{
+	struct vbblk_uring *ur = container_of(dev, struct vbblk_uring, dev);
+
+	vbblk_uring_free_pool(ur);
+	percpu_ref_exit(&ur->ref);
+	mutex_destroy(&ur->pool_lock);
+	kfree(ur->uvqs);
+	kfree(ur);
+}
+
+/* Probe: /dev/vbblk/<disk>, once the disk is added (its child). */
+int vbblk_uring_add(struct vbblk *vblk)
+{
+	struct vbblk_uring *ur;
+	unsigned int i;
+	int err;
+
+	ur = kzalloc(sizeof(*ur), GFP_KERNEL);
+	if (!ur)
+		return -ENOMEM;
+	ur->vblk = vblk;
+	ur->nr_vqs = vblk->num_vqs;
+	ur->uvqs = kcalloc(ur->nr_vqs, sizeof(*ur->uvqs), GFP_KERNEL);
+	if (!ur->uvqs ||
+	    percpu_ref_init(&ur->ref, vbblk_uring_ref_release, 0, GFP_KERNEL)) {
+		kfree(ur->uvqs);
+		kfree(ur);
+		return -ENOMEM;
+	}
+	init_waitqueue_head(&ur->gate_wait);
+	mutex_init(&ur->pool_lock);
+	device_initialize(&ur->dev);
+	ur->dev.release = vbblk_uring_release;
+	for (i = 0; i < ur->nr_vqs; i++) {
+		struct vbblk_uring_vq *uvq = &ur->uvqs[i];
+
+		uvq->ur = ur;
+		uvq->index = i;
+		spin_lock_init(&uvq->lock);
+		INIT_LIST_HEAD(&uvq->free);
+		init_waitqueue_head(&uvq->wait);
+	}
+
+	ur->dev.class = &vbblk_uring_class;
+	ur->dev.parent = disk_to_dev(vblk->disk);
+	ur->dev.devt = MKDEV(MAJOR(vbblk_uring_devt), vblk->index);
+	/* "!" is "/" in /dev: the node is /dev/vbblk/<disk>. */
+	err = dev_set_name(&ur->dev, "vbblk!%s", vblk->disk->disk_name);
+	if (err)
+		goto out_put;
+	cdev_init(&ur->cdev, &vbblk_uring_fops);
+	ur->cdev.owner = THIS_MODULE;
+	err = cdev_device_add(&ur->cdev, &ur->dev);
+	if (err)
+		goto out_put;
+	vblk->uring = ur;
+	return 0;
+
+out_put:
+	put_device(&ur->dev);
+	return err;
+}
+
+/* Remove: no new opens or commands; those on the rings end first. */
+void vbblk_uring_remove(struct vbblk *vblk)
+{
+	struct vbblk_uring *ur = vblk->uring;
+
+	if (!ur)
+		return;
+	cdev_device_del(&ur->cdev, &ur->dev);
+	WRITE_ONCE(ur->dead, true);
+	vbblk_uring_drain(ur);
+	wake_up_all(&ur->gate_wait);	/* frozen submitters: it is gone */
+	WRITE_ONCE(vblk->uring, NULL);
+	synchronize_rcu();		/* vbblk_uring_room() is done with it */
+	put_device(&ur->dev);
+}
+
+/* Freeze: new commands wait; those on the rings end before they go. */
+void vbblk_uring_freeze(struct vbblk *vblk)
+{
+	struct vbblk_uring *ur = vblk->uring;
+
+	if (!ur)
+		return;
+	WRITE_ONCE(ur->frozen, true);
+	vbblk_uring_drain(ur);
+}
+
+void vbblk_uring_restore(struct vbblk *vblk)
+{
+	struct vbblk_uring *ur = vblk->uring;
+
+	if (!ur || !ur->killed)
+		return;
+	ur->killed = false;
+	percpu_ref_resurrect(&ur->ref);
+	WRITE_ONCE(ur->frozen, false);
+	wake_up_all(&ur->gate_wait);
+}
+
+int vbblk_uring_register(void)
+{
+	int err;
+
+	err = alloc_chrdev_region(&vbblk_uring_devt, 0, VBBLK_URING_MINORS,
+				  VBBLK_NAME "-uring");
+	if (err)
+		return err;
+	err = class_register(&vbblk_uring_class);
+	if (err)
+		unregister_chrdev_region(vbblk_uring_devt, VBBLK_URING_MINORS);
+	return err;
+}
+
+void vbblk_uring_unregister(void)
+{
+	class_unregister(&vbblk_uring_class);
+	unregister_chrdev_region(vbblk_uring_devt, VBBLK_URING_MINORS);
+}
