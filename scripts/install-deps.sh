@@ -8,7 +8,7 @@ PKGS=(
 	qemu-system-x86 qemu-utils
 	linux-image-amd64 linux-headers-amd64 linux-source-6.1
 	fio busybox-static cpio kmod e2fsprogs util-linux
-	sparse python3 gcc make libc6-dev bc bison flex libelf-dev libssl-dev
+	sparse python3 gcc make libc6-dev liburing-dev bc bison flex libelf-dev libssl-dev
 	coreutils findutils python3-matplotlib sg3-utils
 	nbdkit nbdkit-plugin-dev
 	dkms udev openssl

@@ -3,7 +3,7 @@
 
 Contents: busybox-static (+ applet links), fio, e2fsprogs, util-linux
 blkdiscard/blockdev/fallocate, kmod (modprobe/insmod/rmmod/lsmod/modinfo),
-sg3-utils, vbtool, sgfuzz, pcrec and vbmark (static, from tests/tools/ and bench/tools/),
+sg3-utils, vbtool, sgfuzz, pcrec, vbmark and vbuio (static, from tests/tools/ and bench/tools/),
 the guest kernel's virtio,
 ext4, 9p and null_blk modules (+ depmod data), vbblk.ko (if present) and the
 test-only modules given with --test-ko (tests/kmod) in /lib/modules/<ver>/extra,
@@ -179,6 +179,11 @@ def main():
     # vbmark: the bench's marker for the kinsn QEMU plugin (static)
     run(['gcc', '-static', '-O2', '-Wall', '-Wextra', '-Werror', '-o',
          os.path.join(stage, 'usr/bin/vbmark'), os.path.join(REPO, 'bench/tools/vbmark.c')])
+    # vbuio: io_uring load on the passthrough device or the block device (static)
+    run(['gcc', '-static', '-O2', '-Wall', '-Wextra', '-Werror',
+         '-I' + os.path.join(REPO, 'include/uapi'), '-o',
+         os.path.join(stage, 'usr/bin/vbuio'), os.path.join(REPO, 'bench/tools/vbuio.c'),
+         '-luring'])
 
     # kernel modules
     mdir = '/lib/modules/%s' % ver
