@@ -144,7 +144,7 @@ def by_name():
 # Each group is a directory of tests/groups/: its cases.py (the host side:
 # disks, setup, checks) and a guest script NAME.sh per test, as blktests
 # keeps tests/<group>/. The suite runs them in this order.
-GROUPS = ('core', 'bio', 'flush', 'faults', 'scsi', 'sides', 'install')
+GROUPS = ('core', 'bio', 'flush', 'faults', 'scsi', 'uring', 'sides', 'install')
 GROUPS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'groups')
 
 

@@ -1,0 +1,177 @@
+# uring: the io_uring passthrough character device, /dev/vbblk/<disk>.
+#  - GET_ID gives the serial
+#  - vbuio fills an area through one path and checks it through the other:
+#    passthrough -> block device and back, plain, registered (fixed),
+#    vectored and polled buffers, on a 1- and a 2-queue disk
+#  - polled commands (an IOPOLL ring) raise no interrupt on the request queues
+#  - FLUSH, DISCARD and WRITE ZEROES reach the device (QMP counters); the
+#    zeroes read back as zeroes
+#  - a 16-entry ring under QD 128 beside block I/O: commands wait, none fails
+#  - hostile commands end with the errno include/uapi/linux/vbblk.h gives
+#  - a read-only disk and a read-only descriptor refuse writes
+#  - rmmod is refused while the node is open
+#  - unbind with commands in flight ends them all; the load exits
+. /tests/lib.sh
+[ "$DRIVER" = vbblk ] || skip "vbblk only"
+drv_load poll_queues=1
+d1=$(disk_by_serial URING-1)
+d2=$(disk_by_serial URING-2)
+dro=$(disk_by_serial URING-RO)
+d3=$(disk_by_serial URING-3)
+for d in $d1 $d2 $dro $d3; do
+	[ -c /dev/vbblk/$d ] || fail "no character device /dev/vbblk/$d"
+done
+log "nodes: $(ls /dev/vbblk | tr '\n' ' ')"
+stat0=$(cat /sys/block/$d2/vbblk/uring_cmds)
+
+# one command: res=N of vbuio cmd must be EXPECTED
+cmd_res() {
+	_want=$1; shift
+	_out=$(vbuio cmd "$@") || fail "vbuio cmd $* failed: $_out"
+	_res=$(echo "$_out" | sed -n 's/^res=//p')
+	[ "$_res" = "$_want" ] || fail "vbuio cmd $*: res=$_res, expected $_want"
+	log "ok: $* -> $_res"
+}
+
+expect_eq "GET_ID" "$(vbuio cmd /dev/vbblk/$d1 op=getid len=20 | sed -n 's/^id=//p')" URING-1
+
+# Data through one path, checked through the other. Areas (sectors) do not
+# overlap, so every check sees only its own fill.
+area=0
+round() { # round DISK SEED FILL-PATH-KIND CHECK-PATH-KIND FILL-OPTS CHECK-OPTS
+	_d=$1 _x=$2
+	_f=/dev/vbblk/$_d _c=/dev/$_d
+	[ "$3" = block ] && _f=/dev/$_d
+	[ "$4" = passthrough ] && _c=/dev/vbblk/$_d
+	must vbuio -m fill -q 8 -b 16384 -o $area -z 4194304 -x $_x $5 $_f
+	must vbuio -m check -q 8 -b 4096 -o $area -z 4194304 -x $_x $6 $_c
+	area=$((area + 8192))
+}
+for d in $d1 $d2; do
+	area=0
+	round $d 11 passthrough block "" ""
+	round $d 12 block passthrough "" ""
+	round $d 13 passthrough block "-f" ""
+	round $d 14 block passthrough "" "-f -q 32"
+	round $d 15 passthrough passthrough "-v -q 4" "-v"
+	round $d 16 passthrough block "-p" ""
+	round $d 17 block passthrough "" "-p -f -q 16"
+	# 128 KiB commands: more pages than a command keeps inline
+	round $d 18 passthrough block "-b 131072 -q 4" ""
+done
+# random writes over a filled area, both paths at once, then a check
+must vbuio -m fill -q 8 -b 65536 -o $area -z 8388608 -x 21 /dev/$d2
+vbuio -m randwrite -q 16 -s 4 -c 2 -n 4000 -o $area -z 8388608 -x 21 /dev/vbblk/$d2 > /tmp/a.out 2>&1 &
+pa=$!
+must vbuio -m randwrite -q 16 -n 4000 -o $area -z 8388608 -x 21 /dev/$d2
+wait $pa || { cat /tmp/a.out; fail "passthrough randwrite failed"; }
+must vbuio -m check -q 8 -b 65536 -o $area -z 8388608 -x 21 /dev/vbblk/$d2
+stat1=$(cat /sys/block/$d2/vbblk/uring_cmds)
+[ $((stat1 - stat0)) -ge 4000 ] || fail "uring_cmds moved by $((stat1 - stat0)), expected >= 4000"
+log "ok: uring_cmds +$((stat1 - stat0))"
+
+# polled: reaped by io_uring's poll loop, no interrupt on the request queues
+i0=$(disk_irqs $d2)
+must vbuio -m randread -p -q 8 -n 4000 /dev/vbblk/$d2
+i1=$(disk_irqs $d2)
+[ $((i1 - i0)) -le 40 ] || fail "4000 polled commands raised $((i1 - i0)) interrupts"
+log "ok: 4000 polled commands, $((i1 - i0)) interrupts"
+
+# FLUSH, DISCARD, WRITE ZEROES (with and without unmap), seen by the device:
+# its flush counter, and the backing file's allocation (QEMU 7.2 does not
+# count discards in query-blockstats)
+f0=$(hostcmd blockstats uring2 | sed -n 's/^flush_operations=//p')
+a0=$(hostcmd alloc uring2)
+cmd_res 0 /dev/vbblk/$d2 op=flush
+cmd_res 0 /dev/vbblk/$d2 op=flush
+cmd_res 0 /dev/vbblk/$d2 op=discard sector=0 nr=4096
+f1=$(hostcmd blockstats uring2 | sed -n 's/^flush_operations=//p')
+a1=$(hostcmd alloc uring2)
+[ $((f1 - f0)) -ge 2 ] || fail "2 FLUSH commands, the device saw $((f1 - f0))"
+[ "$a1" -le $((a0 - (1 << 20))) ] || fail "discarding 2 MiB: backing allocation $a0 -> $a1"
+log "ok: the device saw $((f1 - f0)) flushes; discard freed $(( (a0 - a1) >> 10 )) KiB"
+cmd_res 65536 /dev/vbblk/$d2 op=write sector=4096 len=65536
+cmd_res 0 /dev/vbblk/$d2 op=wzeroes sector=4096 nr=128
+cmd_res 0 /dev/vbblk/$d2 op=wzeroes sector=4224 nr=8 flags=2
+z=$(dd if=/dev/$d2 bs=512 skip=4096 count=136 iflag=direct 2>/dev/null | tr -d '\000' | wc -c)
+expect_eq "non-zero bytes after WRITE ZEROES" "$z" 0
+cmd_res -95 /dev/vbblk/$d1 op=discard sector=0 nr=8
+
+# a full ring: 16 entries, QD 128 of passthrough beside QD 64 of block reads
+w0=$(cat /sys/block/$d3/vbblk/ring_full_waits)
+fio --name=beside --filename=/dev/$d3 --rw=randread --bs=4k --direct=1 \
+	--ioengine=libaio --iodepth=64 --time_based --runtime=4 > /tmp/beside.out 2>&1 &
+pf=$!
+must vbuio -m fill -q 128 -s 32 -c 16 -b 4096 -z 8388608 -x 31 /dev/vbblk/$d3
+must vbuio -m randwrite -q 128 -s 16 -c 8 -n 4000 -z 8388608 -x 31 /dev/vbblk/$d3
+wait $pf || { cat /tmp/beside.out; fail "fio beside the full ring failed"; }
+must vbuio -m check -q 8 -b 65536 -z 8388608 -x 31 /dev/$d3
+w1=$(cat /sys/block/$d3/vbblk/ring_full_waits)
+[ $((w1 - w0)) -gt 0 ] || fail "QD 128 on a 16-entry ring never waited"
+log "ok: full ring, $((w1 - w0)) waits, data verified"
+
+# hostile commands
+cap=$(cat /sys/block/$d1/size)
+maxhw=$(( $(cat /sys/block/$d1/queue/max_hw_sectors_kb) * 1024 ))
+maxseg=$(cat /sys/block/$d1/queue/max_segments)
+p=/dev/vbblk/$d1
+cmd_res -22 $p op=99
+cmd_res -22 $p op=read len=4096 rsvd=1
+cmd_res -22 $p op=read len=4096 flags=0x80
+cmd_res -22 $p op=read len=0
+cmd_res -22 $p op=read len=100
+cmd_res -22 $p op=read len=4096 nr=1
+cmd_res -22 $p op=flush len=4096
+cmd_res -22 $p op=getid len=10
+cmd_res -22 $p op=discard nr=0
+cmd_res -22 $p op=read len=4096 ioprio=0xe000
+cmd_res -22 $p op=read len=4096 sqe64=1
+cmd_res -25 $p op=read len=4096 cmdop=1
+cmd_res -34 $p op=read len=4096 sector=$cap
+cmd_res -34 $p op=read len=8192 sector=$((cap - 8))
+cmd_res -34 /dev/vbblk/$d2 op=discard sector=$cap nr=8
+cmd_res -14 $p op=read len=4096 addr=null
+cmd_res -14 $p op=read len=4096 addr=bad
+cmd_res -14 $p op=write len=4096 addr=kernel
+cmd_res -22 $p op=read len=4096 addr=unaligned
+# the device would write into a read-only mapping: the pages are not given
+cmd_res -14 $p op=read len=4096 addr=ro
+if [ $(( (maxseg + 1) * 4096 )) -le $maxhw ]; then
+	cmd_res -22 $p op=read len=$(( (maxseg + 1) * 4096 ))
+fi
+[ $((maxhw + 4096)) -le 1048576 ] && cmd_res -22 $p op=read len=$((maxhw + 4096))
+cmd_res 4096 $p op=read len=4096 vec=1
+cmd_res 4096 $p op=read len=4096 fixed=1
+# a read-only descriptor, a read-only disk
+cmd_res -9 $p op=write len=4096 rdonly=1
+cmd_res -9 $p op=discard nr=8 rdonly=1
+cmd_res 4096 $p op=read len=4096 rdonly=1
+cmd_res -30 /dev/vbblk/$dro op=write len=4096
+cmd_res 4096 /dev/vbblk/$dro op=read len=4096
+
+# rmmod while the node is held open is refused; the disks keep working
+exec 3</dev/vbblk/$d1
+mustfail rmmod vbblk
+exec 3<&-
+cmd_res 4096 $p op=read len=4096
+
+# unbind with passthrough commands in flight: every one ends, the load exits
+vdev=$(basename "$(readlink -f /sys/block/$d2/device)")
+vbuio -m randread -q 32 -t 30 /dev/vbblk/$d2 > /tmp/load.out 2>&1 &
+pl=$!
+exec 4</dev/vbblk/$d2
+sleep 2
+echo "$vdev" > /sys/bus/virtio/drivers/vbblk/unbind || fail "unbind failed"
+wait_gone $d2 || fail "$d2 still there after unbind"
+wait $pl && fail "the load did not see the disk go"
+cat /tmp/load.out
+grep -q "ios=" /tmp/load.out || fail "the load did not finish"
+[ ! -e /dev/vbblk/$d2 ] || fail "/dev/vbblk/$d2 still there"
+# a descriptor held across the unbind gets ENODEV
+cmd_res -19 fd:4 op=read len=4096
+exec 4<&-
+echo "$vdev" > /sys/bus/virtio/drivers/vbblk/bind || fail "bind failed"
+d2=$(disk_by_serial URING-2)
+must vbuio -m check -q 8 -b 65536 -o $area -z 8388608 -x 21 /dev/vbblk/$d2
+drv_unload
+log "uring ok"
