@@ -4,8 +4,10 @@
 #   make                  build vbblk.ko against KDIR
 #   make W=1              with extra warnings (must stay clean)
 #   make check-style      sparse (C=2) + W=1 + checkpatch.pl; fails on findings
-#   make install          vbblk.ko into /lib/modules/<kernel>/updates, then depmod
-#   make uninstall        remove it again, then depmod
+#   make install          vbblk.ko into /lib/modules/<kernel>/updates, then
+#                         depmod; the passthrough uapi header into
+#                         INCLUDEDIR/linux/vbblk.h
+#   make uninstall        remove both again, then depmod
 #   make install-conf     modprobe.d options, udev rule, helpers (vbblk-bind,
 #                         vbblk-compare) and fio jobs (see README)
 #   make uninstall-conf   remove those (an edited /etc/vbblk/disks is kept)
@@ -41,6 +43,7 @@ SBINDIR ?= /usr/local/sbin
 UDEVDIR ?= /etc/udev/rules.d
 UDEVLIBDIR ?= /usr/local/lib/udev
 DATADIR ?= /usr/local/share/vbblk
+INCLUDEDIR ?= /usr/local/include
 
 all: modules
 
@@ -63,9 +66,11 @@ install: modules
 	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_DIR=$(INSTALL_MOD_DIR) $(NO_SIGN) \
 		modules_install
 	$(DEPMOD) $(if $(INSTALL_MOD_PATH),-b $(INSTALL_MOD_PATH)) -a $(KREL)
+	install -D -m 0644 include/uapi/linux/vbblk.h $(DESTDIR)$(INCLUDEDIR)/linux/vbblk.h
 
 uninstall: check-kdir
 	rm -f $(INSTALL_MOD_PATH)/lib/modules/$(KREL)/$(INSTALL_MOD_DIR)/vbblk.ko*
+	rm -f $(DESTDIR)$(INCLUDEDIR)/linux/vbblk.h
 	$(DEPMOD) $(if $(INSTALL_MOD_PATH),-b $(INSTALL_MOD_PATH)) -a $(KREL)
 
 # The disk list is the administrator's: never overwritten, kept on uninstall.
