@@ -18,6 +18,9 @@
  *     -v        vectored: each I/O's buffer as two iovecs
  *     -p        polled ring (IORING_SETUP_IOPOLL)
  *     -x SEED   pattern and offsets seed (1)
+ *     -C CPU    run on that CPU only (as fio's cpus_allowed)
+ *     -J FILE   also write the result as fio's JSON would (the fields
+ *               bench/report.py reads: I/Os, IOPS, bandwidth, p50/p99)
  *   vbuio cmd PATH key=value...   one passthrough command, print "res=N"
  *     (PATH fd:N uses the inherited descriptor N)
  *     (and "id=..." for GET_ID); keys: op (read write flush discard
@@ -38,6 +41,7 @@
 #include <liburing.h>
 #include <linux/fs.h>
 #include <linux/vbblk.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,14 +56,19 @@
 #define PATTERN_K	0x9e3779b97f4a7c15ULL
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
+/* Completion latencies, in microseconds up to LAT_MAX. */
+#define LAT_MAX	100000
+static unsigned int lat_hist[LAT_MAX + 1];
+
 struct slot {
 	void *buf;
 	struct iovec iov[2];
 	uint64_t off;
+	double t;		/* submitted at */
 };
 
 static struct {
-	const char *path, *mode;
+	const char *path, *mode, *json;
 	unsigned int bs, qd, sbatch, cbatch;
 	double secs;
 	uint64_t nios, start, size, seed;
@@ -108,6 +117,38 @@ static long long mismatch(const void *buf, uint64_t off, unsigned int len)
 		if (p[i] != ((off / 8 + i) ^ (o.seed * PATTERN_K)))
 			return i;
 	return -1;
+}
+
+/* The latency at or below which @pct percent of @n completions fell, ns. */
+static double lat_pct(uint64_t n, double pct)
+{
+	uint64_t want = (uint64_t)(n * pct / 100.0), seen = 0;
+	unsigned int i;
+
+	for (i = 0; i <= LAT_MAX; i++) {
+		seen += lat_hist[i];
+		if (seen > want)
+			return i * 1000.0;
+	}
+	return LAT_MAX * 1000.0;
+}
+
+/* What bench/report.py reads of fio's JSON output. */
+static void write_json(bool wr, uint64_t ios, double secs)
+{
+	const char *empty = "{\"total_ios\": 0, \"iops\": 0, \"bw\": 0, \"clat_ns\": {}}";
+	FILE *f = fopen(o.json, "w");
+	char side[512];
+
+	if (!f)
+		die(o.json, errno);
+	snprintf(side, sizeof(side),
+		 "{\"total_ios\": %llu, \"iops\": %.1f, \"bw\": %.0f, \"clat_ns\": {\"percentile\": {\"50.000000\": %.0f, \"99.000000\": %.0f}}}",
+		 (unsigned long long)ios, ios / secs, ios * (o.bs / 1024.0) / secs,
+		 lat_pct(ios, 50), lat_pct(ios, 99));
+	fprintf(f, "{\"jobs\": [{\"jobname\": \"vbuio\", \"read\": %s, \"write\": %s}]}\n",
+		wr ? empty : side, wr ? side : empty);
+	fclose(f);
 }
 
 static int open_target(const char *path, bool rw, bool *pt)
@@ -274,6 +315,7 @@ static int run_load(void)
 			uint64_t blk = seq ? next++ % blocks : rnd(&rs) % blocks;
 
 			s->off = o.start * 512 + blk * o.bs;
+			s->t = now();
 			if (wr)
 				pattern(s->buf, s->off - o.start * 512, o.bs);
 			if (o.pt)
@@ -297,7 +339,9 @@ static int run_load(void)
 		io_uring_for_each_cqe(&ring, head, cqe) {
 			unsigned int idx = (unsigned int)cqe->user_data;
 			struct slot *s = &slots[idx];
+			double us = (now() - s->t) * 1e6;
 
+			lat_hist[us < LAT_MAX ? (unsigned int)us : LAT_MAX]++;
 			if (cqe->res != (int)o.bs) {
 				if (!errors++)
 					fprintf(stderr, "vbuio: I/O at %" PRIu64 ": res %d (%s)\n",
@@ -325,6 +369,8 @@ static int run_load(void)
 	       o.path, o.pt ? "passthrough" : "block", o.mode, o.bs, o.qd, o.sbatch,
 	       o.cbatch, o.fixed ? " fixed" : "", o.vec ? " vec" : "",
 	       o.poll ? " polled" : "", done, t1 - t0, done / (t1 - t0), errors, bad);
+	if (o.json)
+		write_json(wr, done, t1 - t0);
 	io_uring_queue_exit(&ring);
 	close(fd);
 	return errors || bad ? 1 : 0;
@@ -460,7 +506,7 @@ static int run_cmd(int argc, char **argv)
 static void help(void)
 {
 	fprintf(stderr, "usage: vbuio [-m MODE] [-b BYTES] [-q N] [-s N] [-c N] [-t SECS] [-n N]\n"
-		"             [-o SECTOR] [-z BYTES] [-f] [-v] [-p] [-x SEED] PATH\n"
+		"             [-o SECTOR] [-z BYTES] [-f] [-v] [-p] [-x SEED] [-C CPU] [-J FILE] PATH\n"
 		"       vbuio cmd PATH op=OP [key=value...]\n");
 	exit(2);
 }
@@ -471,7 +517,7 @@ int main(int argc, char **argv)
 
 	if (argc > 2 && !strcmp(argv[1], "cmd"))
 		return run_cmd(argc - 2, argv + 2);
-	while ((c = getopt(argc, argv, "m:b:q:s:c:t:n:o:z:fvpx:h")) != -1) {
+	while ((c = getopt(argc, argv, "m:b:q:s:c:t:n:o:z:fvpx:J:C:h")) != -1) {
 		switch (c) {
 		case 'm':
 			o.mode = optarg;
@@ -512,6 +558,18 @@ int main(int argc, char **argv)
 		case 'x':
 			o.seed = strtoull(optarg, NULL, 0);
 			break;
+		case 'J':
+			o.json = optarg;
+			break;
+		case 'C': {
+			cpu_set_t set;
+
+			CPU_ZERO(&set);
+			CPU_SET(atoi(optarg), &set);
+			if (sched_setaffinity(0, sizeof(set), &set))
+				die("sched_setaffinity", errno);
+			break;
+		}
 		default:
 			help();
 		}
