@@ -52,6 +52,12 @@ TARGETS = [
      '4k sequential write, one at a time: device requests/bio <= 1/4'),
     ('seqread-128k-qd8', 'iops', '>=', 0.98, '128k sequential read: IOPS >= 0.98x'),
     ('seqwrite-128k-qd8', 'iops', '>=', 0.98, '128k sequential write: IOPS >= 0.98x'),
+    # issue 19: the io_uring passthrough node against stock's block device,
+    # the same vbuio loop on both
+    ('pt-randread-qd1', 'kinsn', '<=', 0.55,
+     'passthrough 4k random QD1: kernel instructions/IO <= 0.55x'),
+    ('pt-randread-qd32', 'kinsn', '<=', 0.55,
+     'passthrough 4k random QD32: kernel instructions/IO <= 0.55x'),
     ('randread-qd1-hipri', 'kinsn_vs:randread-qd1', '<=', 0.60,
      'polled 4k random QD1 (io_uring hipri): kernel instructions/IO <= 0.60x '
      'of stock interrupt-driven QD1 (libaio)'),
@@ -97,6 +103,10 @@ def kallsyms(lines):
 def job_bs_kib(wl):
     """Block size of a bench/jobs file, in KiB."""
     jobs = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'jobs')
+    if os.path.exists(os.path.join(jobs, wl + '.vbuio')):
+        words = [w for line in open(os.path.join(jobs, wl + '.vbuio'))
+                 if not line.startswith('#') for w in line.split()]
+        return int(words[words.index('-b') + 1]) // 1024 if '-b' in words else 4
     for line in open(os.path.join(jobs, wl + '.fio')):
         if line.startswith('bs='):
             v = line.split('=', 1)[1].strip().lower()

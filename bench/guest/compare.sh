@@ -14,6 +14,10 @@
 #   2. for NWIN_MS, the host counts the disk's notifies in QEMU's trace
 #      (virtio_queue_notify) and /proc/interrupts counts virtio interrupts.
 # Device requests and flushes (QMP query-blockstats) cover the whole run.
+# A workload with a bench/jobs/NAME.vbuio file instead of NAME.fio runs
+# vbuio with its options: on a vbblk config against the passthrough node
+# (/dev/vbblk/<disk>, its I/O counted by uring_cmds: no bio carries it), on
+# the others against the block device, the same loop.
 . /tests/lib.sh
 . /host/config.sh
 R=/host/results
@@ -72,6 +76,11 @@ notifies() {
 }
 
 pgpg() { awk '/^pgpg(in|out) / { s += $2 } END { print s + 0 }' /proc/vmstat; }
+# KiB moved so far: VBMARK_COUNTER's (the passthrough node), else pgpg
+iokib() {
+	[ -n "$VBMARK_COUNTER" ] || { pgpg; return; }
+	echo $(( $(cat "${VBMARK_COUNTER%:*}") * ${VBMARK_COUNTER##*:} ))
+}
 # bio mode's bios and the plug callbacks they made blk_check_plugged()
 # allocate, over the whole run: "bios callbacks" (0 0 for other drivers)
 plugcbs() {
@@ -154,17 +163,31 @@ while [ $r -le "$ROUNDS" ]; do
 			hostcmd cell start "$r" "$cfg" "$wl" > /dev/null
 			set -- $(devops); o0=$1 f0=$2
 			set -- $(plugcbs); b0=$1 c0=$2
-			fio --output-format=json --output=$out.json --filename=/dev/$d \
-				--time_based=1 --runtime="$RUNTIME" $(jobfile $wl) > $out.err 2>&1 &
+			unset VBMARK_COUNTER
+			if [ -f $jobs/$wl.vbuio ]; then
+				[ "${NUMJOBS:-1}" = 1 ] || fail "$wl: vbuio workloads run one job"
+				_a=$(grep -v '^#' $jobs/$wl.vbuio)
+				_t=/dev/$d
+				if [ -c /dev/vbblk/$d ]; then
+					_t=/dev/vbblk/$d
+					_bs=$(echo "$_a" | sed -n 's/.*-b \([0-9]*\).*/\1/p')
+					export VBMARK_COUNTER=/sys/block/$d/vbblk/uring_cmds:$((${_bs:-4096} / 1024))
+				fi
+				# shellcheck disable=SC2086 # the options, word by word
+				vbuio $_a -t "$RUNTIME" -J $out.json $_t > $out.err 2>&1 &
+			else
+				fio --output-format=json --output=$out.json --filename=/dev/$d \
+					--time_based=1 --runtime="$RUNTIME" $(jobfile $wl) > $out.err 2>&1 &
+			fi
 			fpid=$!
 			# wait for I/O to flow and settle, then (KINSN=1) the instruction window
 			kw=0; [ "$KINSN" = 1 ] && kw=$KWIN_MS
 			vbmark window "$SETTLE_MS" "$kw" $([ "$PROFILE" = 1 ] && echo prof) \
 				> $out.window || { stuck; fail "vbmark window under $cfg $wl"; }
 			[ "$KINSN" = 1 ] && echo "/host/results/r$r-$cfg-$wl" >> $R/marks.list
-			notifies start > /dev/null; i0=$(disk_irqs $d); p0=$(pgpg)
+			notifies start > /dev/null; i0=$(disk_irqs $d); p0=$(iokib)
 			ms_sleep "$NWIN_MS"
-			i1=$(disk_irqs $d); p1=$(pgpg); nw=$(notifies stop)
+			i1=$(disk_irqs $d); p1=$(iokib); nw=$(notifies stop)
 			wait $fpid || { cat $out.err; fail "fio $wl under $cfg"; }
 			# module symbols for the profile (modules move between loads)
 			[ "$PROFILE" = 1 ] && grep '\[' /proc/kallsyms > $out.modsyms
