@@ -17,7 +17,8 @@
  * Lifetime: an open file holds the character device, which holds the disk,
  * which holds struct vbblk. ur->ref counts commands on the rings and plugs
  * that will notify: freeze and remove kill it and wait for it to drain,
- * which vbblk_vqs_abort() guarantees for a device that stopped answering.
+ * which vbblk_vqs_abort() guarantees for a device that stopped answering;
+ * restore brings it back to life (so it may be reinitialised).
  */
 #include <linux/blkdev.h>
 #include <linux/capability.h>
@@ -816,7 +817,8 @@ int vbblk_uring_add(struct vbblk *vblk)
 	ur->nr_vqs = vblk->num_vqs;
 	ur->uvqs = kcalloc(ur->nr_vqs, sizeof(*ur->uvqs), GFP_KERNEL);
 	if (!ur->uvqs ||
-	    percpu_ref_init(&ur->ref, vbblk_uring_ref_release, 0, GFP_KERNEL)) {
+	    percpu_ref_init(&ur->ref, vbblk_uring_ref_release,
+			    PERCPU_REF_ALLOW_REINIT, GFP_KERNEL)) {
 		kfree(ur->uvqs);
 		kfree(ur);
 		return -ENOMEM;
