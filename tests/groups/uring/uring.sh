@@ -10,15 +10,22 @@
 #  - hostile commands end with the errno include/uapi/linux/vbblk.h gives
 #  - a read-only disk and a read-only descriptor refuse writes
 #  - rmmod is refused while the node is open
-#  - unbind with commands in flight ends them all; the load exits
+#  - unbind and QMP device_del with commands in flight end them all; the
+#    load exits
+# On the iothread and vhost-user sides: the data, polling, full-ring and
+# unbind parts (what the device side can change).
 . /tests/lib.sh
 [ "$DRIVER" = vbblk ] || skip "vbblk only"
 drv_load poll_queues=1
 d1=$(disk_by_serial URING-1)
 d2=$(disk_by_serial URING-2)
-dro=$(disk_by_serial URING-RO)
 d3=$(disk_by_serial URING-3)
-for d in $d1 $d2 $dro $d3; do
+dro= d4=
+if [ "$VBSIDE" = main ]; then
+	dro=$(disk_by_serial URING-RO)
+	d4=$(disk_by_serial URING-4)
+fi
+for d in $d1 $d2 $dro $d3 $d4; do
 	[ -c /dev/vbblk/$d ] || fail "no character device /dev/vbblk/$d"
 done
 log "nodes: $(ls /dev/vbblk | tr '\n' ' ')"
@@ -33,7 +40,7 @@ cmd_res() {
 	log "ok: $* -> $_res"
 }
 
-expect_eq "GET_ID" "$(vbuio cmd /dev/vbblk/$d1 op=getid len=20 | sed -n 's/^id=//p')" URING-1
+expect_eq "GET_ID = serial" "$(vbuio cmd /dev/vbblk/$d1 op=getid len=20 | sed -n "s/^id=//p")" "$(cat /sys/block/$d1/serial)"
 
 # Data through one path, checked through the other. Areas (sectors) do not
 # overlap, so every check sees only its own fill.
@@ -77,25 +84,28 @@ i1=$(disk_irqs $d2)
 [ $((i1 - i0)) -le 40 ] || fail "4000 polled commands raised $((i1 - i0)) interrupts"
 log "ok: 4000 polled commands, $((i1 - i0)) interrupts"
 
-# FLUSH, DISCARD, WRITE ZEROES (with and without unmap), seen by the device:
-# its flush counter, and the backing file's allocation (QEMU 7.2 does not
-# count discards in query-blockstats)
-f0=$(hostcmd blockstats uring2 | sed -n 's/^flush_operations=//p')
-a0=$(hostcmd alloc uring2)
-cmd_res 0 /dev/vbblk/$d2 op=flush
-cmd_res 0 /dev/vbblk/$d2 op=flush
-cmd_res 0 /dev/vbblk/$d2 op=discard sector=0 nr=4096
-f1=$(hostcmd blockstats uring2 | sed -n 's/^flush_operations=//p')
-a1=$(hostcmd alloc uring2)
-[ $((f1 - f0)) -ge 2 ] || fail "2 FLUSH commands, the device saw $((f1 - f0))"
-[ "$a1" -le $((a0 - (1 << 20))) ] || fail "discarding 2 MiB: backing allocation $a0 -> $a1"
-log "ok: the device saw $((f1 - f0)) flushes; discard freed $(( (a0 - a1) >> 10 )) KiB"
-cmd_res 65536 /dev/vbblk/$d2 op=write sector=4096 len=65536
-cmd_res 0 /dev/vbblk/$d2 op=wzeroes sector=4096 nr=128
-cmd_res 0 /dev/vbblk/$d2 op=wzeroes sector=4224 nr=8 flags=2
-z=$(dd if=/dev/$d2 bs=512 skip=4096 count=136 iflag=direct 2>/dev/null | tr -d '\000' | wc -c)
-expect_eq "non-zero bytes after WRITE ZEROES" "$z" 0
-cmd_res -95 /dev/vbblk/$d1 op=discard sector=0 nr=8
+# (main loop only: QMP counters and the backing file are the main loop's)
+if [ "$VBSIDE" = main ]; then
+	# FLUSH, DISCARD, WRITE ZEROES (with and without unmap), seen by the device:
+	# its flush counter, and the backing file's allocation (QEMU 7.2 does not
+	# count discards in query-blockstats)
+	f0=$(hostcmd blockstats uring2 | sed -n 's/^flush_operations=//p')
+	a0=$(hostcmd alloc uring2)
+	cmd_res 0 /dev/vbblk/$d2 op=flush
+	cmd_res 0 /dev/vbblk/$d2 op=flush
+	cmd_res 0 /dev/vbblk/$d2 op=discard sector=0 nr=4096
+	f1=$(hostcmd blockstats uring2 | sed -n 's/^flush_operations=//p')
+	a1=$(hostcmd alloc uring2)
+	[ $((f1 - f0)) -ge 2 ] || fail "2 FLUSH commands, the device saw $((f1 - f0))"
+	[ "$a1" -le $((a0 - (1 << 20))) ] || fail "discarding 2 MiB: backing allocation $a0 -> $a1"
+	log "ok: the device saw $((f1 - f0)) flushes; discard freed $(( (a0 - a1) >> 10 )) KiB"
+	cmd_res 65536 /dev/vbblk/$d2 op=write sector=4096 len=65536
+	cmd_res 0 /dev/vbblk/$d2 op=wzeroes sector=4096 nr=128
+	cmd_res 0 /dev/vbblk/$d2 op=wzeroes sector=4224 nr=8 flags=2
+	z=$(dd if=/dev/$d2 bs=512 skip=4096 count=136 iflag=direct 2>/dev/null | tr -d '\000' | wc -c)
+	expect_eq "non-zero bytes after WRITE ZEROES" "$z" 0
+	cmd_res -95 /dev/vbblk/$d1 op=discard sector=0 nr=8
+fi
 
 # a full ring: 16 entries, QD 128 of passthrough beside QD 64 of block reads
 w0=$(cat /sys/block/$d3/vbblk/ring_full_waits)
@@ -110,50 +120,53 @@ w1=$(cat /sys/block/$d3/vbblk/ring_full_waits)
 [ $((w1 - w0)) -gt 0 ] || fail "QD 128 on a 16-entry ring never waited"
 log "ok: full ring, $((w1 - w0)) waits, data verified"
 
-# hostile commands
-cap=$(cat /sys/block/$d1/size)
-maxhw=$(( $(cat /sys/block/$d1/queue/max_hw_sectors_kb) * 1024 ))
-maxseg=$(cat /sys/block/$d1/queue/max_segments)
-p=/dev/vbblk/$d1
-cmd_res -22 $p op=99
-cmd_res -22 $p op=read len=4096 rsvd=1
-cmd_res -22 $p op=read len=4096 flags=0x80
-cmd_res -22 $p op=read len=0
-cmd_res -22 $p op=read len=100
-cmd_res -22 $p op=read len=4096 nr=1
-cmd_res -22 $p op=flush len=4096
-cmd_res -22 $p op=getid len=10
-cmd_res -22 $p op=discard nr=0
-cmd_res -22 $p op=read len=4096 ioprio=0xe000
-cmd_res -22 $p op=read len=4096 sqe64=1
-cmd_res -25 $p op=read len=4096 cmdop=1
-cmd_res -34 $p op=read len=4096 sector=$cap
-cmd_res -34 $p op=read len=8192 sector=$((cap - 8))
-cmd_res -34 /dev/vbblk/$d2 op=discard sector=$cap nr=8
-cmd_res -14 $p op=read len=4096 addr=null
-cmd_res -14 $p op=read len=4096 addr=bad
-cmd_res -14 $p op=write len=4096 addr=kernel
-cmd_res -22 $p op=read len=4096 addr=unaligned
-# the device would write into a read-only mapping: the pages are not given
-cmd_res -14 $p op=read len=4096 addr=ro
-if [ $(( (maxseg + 1) * 4096 )) -le $maxhw ]; then
-	cmd_res -22 $p op=read len=$(( (maxseg + 1) * 4096 ))
-fi
-[ $((maxhw + 4096)) -le 1048576 ] && cmd_res -22 $p op=read len=$((maxhw + 4096))
-cmd_res 4096 $p op=read len=4096 vec=1
-cmd_res 4096 $p op=read len=4096 fixed=1
-# a read-only descriptor, a read-only disk
-cmd_res -9 $p op=write len=4096 rdonly=1
-cmd_res -9 $p op=discard nr=8 rdonly=1
-cmd_res 4096 $p op=read len=4096 rdonly=1
-cmd_res -30 /dev/vbblk/$dro op=write len=4096
-cmd_res 4096 /dev/vbblk/$dro op=read len=4096
+# (main loop only: these never reach the device)
+if [ "$VBSIDE" = main ]; then
+	# hostile commands
+	cap=$(cat /sys/block/$d1/size)
+	maxhw=$(( $(cat /sys/block/$d1/queue/max_hw_sectors_kb) * 1024 ))
+	maxseg=$(cat /sys/block/$d1/queue/max_segments)
+	p=/dev/vbblk/$d1
+	cmd_res -22 $p op=99
+	cmd_res -22 $p op=read len=4096 rsvd=1
+	cmd_res -22 $p op=read len=4096 flags=0x80
+	cmd_res -22 $p op=read len=0
+	cmd_res -22 $p op=read len=100
+	cmd_res -22 $p op=read len=4096 nr=1
+	cmd_res -22 $p op=flush len=4096
+	cmd_res -22 $p op=getid len=10
+	cmd_res -22 $p op=discard nr=0
+	cmd_res -22 $p op=read len=4096 ioprio=0xe000
+	cmd_res -22 $p op=read len=4096 sqe64=1
+	cmd_res -25 $p op=read len=4096 cmdop=1
+	cmd_res -34 $p op=read len=4096 sector=$cap
+	cmd_res -34 $p op=read len=8192 sector=$((cap - 8))
+	cmd_res -34 /dev/vbblk/$d2 op=discard sector=$cap nr=8
+	cmd_res -14 $p op=read len=4096 addr=null
+	cmd_res -14 $p op=read len=4096 addr=bad
+	cmd_res -14 $p op=write len=4096 addr=kernel
+	cmd_res -22 $p op=read len=4096 addr=unaligned
+	# the device would write into a read-only mapping: the pages are not given
+	cmd_res -14 $p op=read len=4096 addr=ro
+	if [ $(( (maxseg + 1) * 4096 )) -le $maxhw ]; then
+		cmd_res -22 $p op=read len=$(( (maxseg + 1) * 4096 ))
+	fi
+	[ $((maxhw + 4096)) -le 1048576 ] && cmd_res -22 $p op=read len=$((maxhw + 4096))
+	cmd_res 4096 $p op=read len=4096 vec=1
+	cmd_res 4096 $p op=read len=4096 fixed=1
+	# a read-only descriptor, a read-only disk
+	cmd_res -9 $p op=write len=4096 rdonly=1
+	cmd_res -9 $p op=discard nr=8 rdonly=1
+	cmd_res 4096 $p op=read len=4096 rdonly=1
+	cmd_res -30 /dev/vbblk/$dro op=write len=4096
+	cmd_res 4096 /dev/vbblk/$dro op=read len=4096
 
-# rmmod while the node is held open is refused; the disks keep working
-exec 3</dev/vbblk/$d1
-mustfail rmmod vbblk
-exec 3<&-
-cmd_res 4096 $p op=read len=4096
+	# rmmod while the node is held open is refused; the disks keep working
+	exec 3</dev/vbblk/$d1
+	mustfail rmmod vbblk
+	exec 3<&-
+	cmd_res 4096 $p op=read len=4096
+fi
 
 # unbind with passthrough commands in flight: every one ends, the load exits
 vdev=$(basename "$(readlink -f /sys/block/$d2/device)")
@@ -173,5 +186,19 @@ exec 4<&-
 echo "$vdev" > /sys/bus/virtio/drivers/vbblk/bind || fail "bind failed"
 d2=$(disk_by_serial URING-2)
 must vbuio -m check -q 8 -b 65536 -o $area -z 8388608 -x 21 /dev/vbblk/$d2
+
+# (main loop only: hot-unplug is PCI, the same whatever serves the disk)
+if [ "$VBSIDE" = main ]; then
+	# hot-unplug (QMP device_del) with passthrough commands in flight
+	vbuio -m randwrite -q 32 -t 30 /dev/vbblk/$d4 > /tmp/load4.out 2>&1 &
+	pl=$!
+	sleep 2
+	hostcmd device_del uring4 > /dev/null || fail "device_del failed"
+	wait_gone $d4 60 || fail "$d4 still there after device_del"
+	wait $pl && fail "the load did not see the disk go"
+	cat /tmp/load4.out
+	grep -q "ios=" /tmp/load4.out || fail "the load did not finish"
+	[ ! -e /dev/vbblk/$d4 ] || fail "/dev/vbblk/$d4 still there"
+fi
 drv_unload
 log "uring ok"
