@@ -16,7 +16,8 @@
 #   make dkms-uninstall   remove from DKMS
 #   make clean
 #
-# Staging: INSTALL_MOD_PATH=DIR (modules) and DESTDIR=DIR (configuration).
+# Staging: INSTALL_MOD_PATH=DIR (modules, and the header unless DESTDIR is
+# given) and DESTDIR=DIR (configuration).
 
 # Default headers: the running kernel's, else the newest Debian amd64 ones
 # (the guest kernel we test with is not the host's).
@@ -44,6 +45,8 @@ UDEVDIR ?= /etc/udev/rules.d
 UDEVLIBDIR ?= /usr/local/lib/udev
 DATADIR ?= /usr/local/share/vbblk
 INCLUDEDIR ?= /usr/local/include
+# The header goes where the module is staged unless DESTDIR says otherwise.
+HDR_ROOT = $(or $(DESTDIR),$(INSTALL_MOD_PATH))
 
 all: modules
 
@@ -66,11 +69,11 @@ install: modules
 	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_DIR=$(INSTALL_MOD_DIR) $(NO_SIGN) \
 		modules_install
 	$(DEPMOD) $(if $(INSTALL_MOD_PATH),-b $(INSTALL_MOD_PATH)) -a $(KREL)
-	install -D -m 0644 include/uapi/linux/vbblk.h $(DESTDIR)$(INCLUDEDIR)/linux/vbblk.h
+	install -D -m 0644 include/uapi/linux/vbblk.h $(HDR_ROOT)$(INCLUDEDIR)/linux/vbblk.h
 
 uninstall: check-kdir
 	rm -f $(INSTALL_MOD_PATH)/lib/modules/$(KREL)/$(INSTALL_MOD_DIR)/vbblk.ko*
-	rm -f $(DESTDIR)$(INCLUDEDIR)/linux/vbblk.h
+	rm -f $(HDR_ROOT)$(INCLUDEDIR)/linux/vbblk.h
 	$(DEPMOD) $(if $(INSTALL_MOD_PATH),-b $(INSTALL_MOD_PATH)) -a $(KREL)
 
 # The disk list is the administrator's: never overwritten, kept on uninstall.

@@ -88,6 +88,10 @@ dmesg | grep -q "vbblk-udev: .* (serial INST-1) moved to vbblk as $d1" ||
 link=$(readlink -f /dev/disk/by-id/virtio-INST-1) || fail "no /dev/disk/by-id/virtio-INST-1"
 expect_eq "by-id link" "$link" "/dev/$d1"
 verify /dev/disk/by-id/virtio-INST-1
+# the passthrough node: the disk's group and mode (the installed udev rule)
+[ -c /dev/vbblk/$d1 ] || fail "no /dev/vbblk/$d1"
+expect_eq "passthrough node group" "$(stat -c %g /dev/vbblk/$d1)" "$(stat -c %g /dev/$d1)"
+expect_eq "passthrough node mode" "$(stat -c %a /dev/vbblk/$d1)" 660
 udev_stop
 
 # the installed comparison helper, on the disk udev moved (back first: a mode

@@ -87,7 +87,12 @@ def _make_install_cycle(outdir, ver, log):
         raise Fail('make install: no %s/updates/vbblk.ko' % mdir)
     if not re.search(r'^updates/vbblk\.ko:', open(os.path.join(mdir, 'modules.dep')).read(), re.M):
         raise Fail('make install: modules.dep has no updates/vbblk.ko line (depmod not run?)')
+    hdr = os.path.join(stage, 'usr', 'local', 'include', 'linux', 'vbblk.h')
+    if not os.path.isfile(hdr):
+        raise Fail('make install: no passthrough header %s' % hdr)
     _sh(log, common + ['uninstall'])
+    if os.path.exists(hdr):
+        raise Fail('make uninstall left %s behind' % hdr)
     if any(f.startswith('vbblk.ko') for f in os.listdir(os.path.join(mdir, 'updates'))):
         raise Fail('make uninstall left the module behind')
     if 'vbblk' in open(os.path.join(mdir, 'modules.dep')).read():
