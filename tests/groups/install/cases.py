@@ -28,12 +28,12 @@ TESTS.append(Test('dkms', lambda: [], vbblk_only=True, modes=('',), host=_dkms, 
 
 
 # (for CI's time: what the compat layer changes, probe, limits, freeze,
-# passthrough and flushes, not every test of the path)
-KERNELS_SUBSET = ('integrity[bio]', 'integrity[request]', 'sg_io[bio]')
+# passthrough, io_uring commands and flushes, not every test of the path)
+KERNELS_SUBSET = ('integrity[bio]', 'integrity[request]', 'sg_io[bio]', 'uring[bio]')
 # Debian's own kernels of other suites (scripts/debian-kernel.sh fetches them
 # into the kernel cache), each with the subset run on it.
 DEBIAN_KERNELS = {'7.2': ('integrity[bio]', 'integrity[request]', 'flush[bio]',
-                          'flush[request]')}
+                          'flush[request]', 'uring[bio]')}
 
 
 def _kernels(outdir, ctx):
