@@ -189,13 +189,17 @@ static void vbblk_ucmd_release_work(struct work_struct *work)
  */
 static void vbblk_ucmd_end_polled(struct vbblk_ucmd *uc, struct vbblk_uring *ur)
 {
-	vbblk_uring_cmd_done(uc->ioucmd, uc->result, 0);
+	struct io_uring_cmd *ioucmd = uc->ioucmd;
+	int res = uc->result;
+
+	/* Done last: it may drop the file that holds ur. */
 	if (uc->nr_pages && uc->op == VBBLK_OP_READ) {
 		get_device(&ur->dev);
 		queue_work(system_wq, &uc->release_work);
 	} else {
 		vbblk_ucmd_put(uc);
 	}
+	vbblk_uring_cmd_done(ioucmd, res, 0);
 }
 
 /* The ring is done with it (interrupt, poller or abort; no lock held). */
@@ -206,12 +210,16 @@ static void vbblk_ucmd_end(struct vbblk_iohdr *hdr)
 	blk_status_t st = vbblk_status(hdr);
 
 	uc->result = st ? blk_status_to_errno(st) : uc->bytes;
+	/*
+	 * Off the ring: freeze and remove need not wait for the rest. Until
+	 * it is done, the command's file holds ur (and so uc): after that,
+	 * nothing of ur may be touched here.
+	 */
+	percpu_ref_put(&ur->ref);
 	if (uc->polled)
 		vbblk_ucmd_end_polled(uc, ur);
 	else
 		vbblk_uring_cmd_in_task(uc->ioucmd, vbblk_ucmd_tw);
-	/* What the task work touches lives as long as the open file. */
-	percpu_ref_put(&ur->ref);
 }
 
 /* ---- the gate: freeze waits, remove fails ---- */
@@ -610,12 +618,17 @@ static int vbblk_ucmd_queue(struct vbblk_ucmd *uc, struct scatterlist *data,
 			vbblk_vq_notify(vq);
 		if (err != -ENOSPC)
 			return err;
-		/* Ours or the other paths' commands fill it: the next reap helps. */
+		/*
+		 * Ours or the other paths' commands fill it: the next reap
+		 * helps. An empty ring refused it too if virtio_ring could not
+		 * allocate an indirect table: no reap comes, so try again soon.
+		 */
 		vbblk_stat_inc(vq->vblk, VBBLK_STAT_RING_FULL_WAITS);
 		if (nowait)
 			return -EAGAIN;
-		if (wait_event_interruptible(uvq->wait,
-					     atomic_read(&uvq->room) != room))
+		if (wait_event_interruptible_timeout(uvq->wait,
+						     atomic_read(&uvq->room) != room,
+						     HZ / 10) < 0)
 			return -EINTR;
 	}
 }
@@ -678,10 +691,17 @@ static int vbblk_uring_cmd(struct io_uring_cmd *ioucmd,
 	pdu->vq = uvq->index;
 	pdu->polled = poll;
 	vbblk_stat_inc(vblk, VBBLK_STAT_URING_CMDS);
-	/* From here the ring owns the reference: vbblk_ucmd_end() drops it. */
+	/*
+	 * The command's own reference, which vbblk_ucmd_end() drops; ours
+	 * keeps the rings until the notify, however soon it completes.
+	 */
+	percpu_ref_get(&ur->ref);
 	err = vbblk_ucmd_queue(uc, data, out, nowait);
-	if (err)
+	if (err) {
+		percpu_ref_put(&ur->ref);
 		goto out_cmd;
+	}
+	percpu_ref_put(&ur->ref);
 	return -EIOCBQUEUED;
 
 out_cmd:
