@@ -59,9 +59,10 @@ BINARIES = [
 
 
 # --user-install: udev, and the upstream rules the install test relies on
-# (modalias loading, /dev/disk/by-id links)
+# (the disks' group and mode, modalias loading, /dev/disk/by-id links)
 UDEV_BINARIES = [('/lib/systemd/systemd-udevd', []), ('/bin/udevadm', [])]
-UDEV_RULES = ['/lib/udev/rules.d/60-persistent-storage.rules',
+UDEV_RULES = ['/lib/udev/rules.d/50-udev-default.rules',
+              '/lib/udev/rules.d/60-persistent-storage.rules',
               '/lib/udev/rules.d/80-drivers.rules']
 
 
