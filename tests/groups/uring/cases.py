@@ -1,7 +1,10 @@
 """Group uring: the io_uring passthrough character device (/dev/vbblk/<disk>).
 
 The host side of the tests whose guest scripts sit beside this file."""
-from cases import test, random_fill, SIDES3
+import os
+
+import flushcheck
+from cases import test, random_fill, trace_args, SIDES3
 from vm import Disk, sha256_file
 
 
@@ -20,19 +23,32 @@ def _ro_setup_main(guest):
         _ro_setup(guest)
 
 
-def _ro_check_main(guest):
-    return _ro_check(guest) if 'uringro' in guest.disk_by_id else None
+def _check_main(guest):
+    """Main loop: the read-only backing file, and in QEMU's virtio-blk trace
+    between marker reads 1 and 2 each passthrough write completes, then a
+    FLUSH, before the next write arrives; between 2 and 3 a FLUSH completes
+    after the last of 64 concurrent writes."""
+    if 'uringro' not in guest.disk_by_id:
+        return None
+    err = _ro_check(guest)
+    if err:
+        return err
+    ph = flushcheck.phases(flushcheck.events(os.path.join(guest.outdir, 'trace.log')))
+    if (1, 2) not in ph or (2, 3) not in ph:
+        return 'the trace lacks the passthrough FLUSH phases (markers 1-3)'
+    return (flushcheck.check_fua(ph[(1, 2)], 'passthrough WRITE then FLUSH', 8) or
+            flushcheck.check_sync(ph[(2, 3)], 'passthrough writes then one FLUSH'))
 
 
 # the other device sides in bio mode only: the passthrough code is the same
 # in both modes, a side changes the device
 @test('uring', timeout=420, vbblk_only=True, leaks=True, hotplug=True, setup=_ro_setup_main,
-      check=_ro_check_main, sides=SIDES3, side_modes=('mode=bio',))
+      check=_check_main, extra_args=trace_args, sides=SIDES3, side_modes=('mode=bio',))
 def _uring(side='main'):
     """passthrough: GET_ID; data written through /dev/vbblk/<disk> read back through the
     block device and the other way round (plain, registered, vectored, polled; 1 and 2
     queues); polled commands raise no interrupt; FLUSH, DISCARD, WRITE ZEROES reach the
-    device; a 16-entry ring under QD 128 beside block I/O waits, loses nothing; hostile commands get their errno; read-only
+    device, and each FLUSH follows the writes completed before it in the device's trace; a 16-entry ring under QD 128 beside block I/O waits, loses nothing; hostile commands get their errno; read-only
     disk and descriptor; rmmod refused while open; unbind and device_del under load end
     every command; iothread and vhost-user (bio mode): data, polling, full ring, unbind"""
     if side != 'main':

@@ -5,10 +5,13 @@
 #    vectored and polled buffers, on a 1- and a 2-queue disk
 #  - polled commands (an IOPOLL ring) raise no interrupt on the request queues
 #  - FLUSH, DISCARD and WRITE ZEROES reach the device (QMP counters); the
-#    zeroes read back as zeroes
+#    zeroes read back as zeroes; in the device's trace each FLUSH comes
+#    after the writes completed before it (the host checks, markers 1-3)
 #  - a 16-entry ring under QD 128 beside block I/O: commands wait, none fails
 #  - hostile commands end with the errno include/uapi/linux/vbblk.h gives
-#  - a read-only disk and a read-only descriptor refuse writes
+#  - a read-only disk and a read-only descriptor refuse writes; an
+#    unprivileged user opens the node only as its mode allows, reads
+#    through a read-only open, writes nothing, gets no real-time ioprio
 #  - rmmod is refused while the node is open
 #  - unbind and QMP device_del with commands in flight end them all; the
 #    load exits
@@ -102,9 +105,32 @@ if [ "$VBSIDE" = main ]; then
 	cmd_res 65536 /dev/vbblk/$d2 op=write sector=4096 len=65536
 	cmd_res 0 /dev/vbblk/$d2 op=wzeroes sector=4096 nr=128
 	cmd_res 0 /dev/vbblk/$d2 op=wzeroes sector=4224 nr=8 flags=2
-	z=$(dd if=/dev/$d2 bs=512 skip=4096 count=136 iflag=direct 2>/dev/null | tr -d '\000' | wc -c)
-	expect_eq "non-zero bytes after WRITE ZEROES" "$z" 0
+	# busybox dd falls back to the page cache when O_DIRECT refuses its
+	# buffer: drop the disk's cache first
+	blockdev --flushbufs /dev/$d2
+	dd if=/dev/$d2 of=/tmp/wz bs=512 skip=4096 count=136 2>/dev/null
+	expect_eq "bytes read after WRITE ZEROES" "$(wc -c < /tmp/wz)" 69632
+	expect_eq "non-zero bytes after WRITE ZEROES" "$(tr -d '\000' < /tmp/wz | wc -c)" 0
 	cmd_res -95 /dev/vbblk/$d1 op=discard sector=0 nr=8
+
+	# FLUSH order in the device's trace (checked on the host): marker
+	# reads of one sector at 100000+N cut it in phases
+	mark() {
+		fio --name=mark --filename=/dev/$d2 --rw=read --bs=512 --size=512 \
+			--offset=$(((100000 + $1) * 512)) --direct=1 --invalidate=0 \
+			--ioengine=psync --output=/dev/null || fail "marker read $1"
+	}
+	mark 1
+	i=0
+	while [ $i -lt 8 ]; do
+		cmd_res 4096 /dev/vbblk/$d2 op=write sector=$((8192 + i * 8)) len=4096
+		cmd_res 0 /dev/vbblk/$d2 op=flush
+		i=$((i + 1))
+	done
+	mark 2
+	must vbuio -m write -q 8 -n 64 -o 9216 -z 262144 /dev/vbblk/$d2
+	cmd_res 0 /dev/vbblk/$d2 op=flush
+	mark 3
 fi
 
 # a full ring: 16 entries, QD 128 of passthrough beside QD 64 of block reads
@@ -160,6 +186,20 @@ if [ "$VBSIDE" = main ]; then
 	cmd_res 4096 $p op=read len=4096 rdonly=1
 	cmd_res -30 /dev/vbblk/$dro op=write len=4096
 	cmd_res 4096 /dev/vbblk/$dro op=read len=4096
+
+	# an unprivileged user: the node's permissions decide the open, as the
+	# disk's do; a read-only open reads but writes nothing; no RT ioprio
+	nobody() { /usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+	mustfail nobody vbuio cmd $p op=read len=4096 rdonly=1
+	chgrp 65534 $p && chmod 0640 $p || fail "chgrp/chmod $p"
+	mustfail nobody vbuio cmd $p op=read len=4096
+	out=$(nobody vbuio cmd $p op=read len=4096 rdonly=1 | sed -n 's/^res=//p')
+	expect_eq "unprivileged read through a read-only open" "$out" 4096
+	out=$(nobody vbuio cmd $p op=write len=4096 rdonly=1 | sed -n 's/^res=//p')
+	expect_eq "unprivileged write through a read-only open" "$out" -9
+	out=$(nobody vbuio cmd $p op=read len=4096 rdonly=1 ioprio=0x2000 | sed -n 's/^res=//p')
+	expect_eq "unprivileged real-time ioprio" "$out" -1
+	chgrp 0 $p && chmod 0600 $p
 
 	# rmmod while the node is held open is refused; the disks keep working
 	exec 3</dev/vbblk/$d1
