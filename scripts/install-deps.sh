@@ -15,6 +15,8 @@ PKGS=(
 	linux-image-6.12-amd64 linux-headers-6.12-amd64
 	# scripts/debian-kernel.sh: Debian's 7.2 configuration asks for BTF
 	pahole xz-utils
+	# tests/lib/bootimg.py: unpack zstd kernels (6.12, 7.2) for PVH boot
+	zstd
 )
 
 SUDO=

@@ -12,6 +12,7 @@ import subprocess
 import time
 
 import kver
+from bootimg import boot_image
 from qmp import QMP, QMPError
 
 # BUG: also starts KASAN, KFENCE and KCSAN reports; WARNING: lockdep's and
@@ -356,7 +357,7 @@ class Guest:
                '-accel', 'kvm' if accel == 'kvm' else 'tcg,thread=multi',
                '-cpu', 'host' if accel == 'kvm' else 'max',
                '-smp', str(self.smp), '-m', str(self.mem),
-               '-kernel', self.kernel, '-initrd', self.initrd,
+               '-kernel', boot_image(self.kernel), '-initrd', self.initrd,
                '-append', ' '.join(['console=ttyS0,115200', 'loglevel=5', 'panic=-1',
                                     'oops=panic', 'mitigations=off', 'nokaslr', TSC_ARG,
                                     'vbtest=%s' % self.name, 'vbdriver=%s' % self.driver,
