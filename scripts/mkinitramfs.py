@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Build the test initramfs (uncompressed newc cpio) for the vbblk guest tests.
 
-Contents: busybox-static (+ applet links), fio, e2fsprogs, util-linux
+Contents: busybox-static (+ applet links), fio (its rbd, gluster, nbd, pmem
+and RDMA engines' libraries replaced by stand-ins: scripts/stublibs.py), e2fsprogs, util-linux
 blkdiscard/blockdev/fallocate, kmod (modprobe/insmod/rmmod/lsmod/modinfo),
 sg3-utils, vbtool, sgfuzz, pcrec, vbmark and vbuio (static, from tests/tools/ and bench/tools/),
 the guest kernel's virtio,
@@ -26,7 +27,9 @@ import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, 'tests', 'lib'))
+sys.path.insert(0, os.path.join(REPO, 'scripts'))
 import kver as kv  # noqa: E402
+import stublibs  # noqa: E402
 
 # Modules the guest needs (dependencies are resolved through modules.dep).
 MODULES = ['virtio_pci', 'virtio_blk', 'ext4', 'crc32c_generic', 'crc32c-intel',
@@ -87,8 +90,8 @@ def symlink(target, root, path):
     os.symlink(target, p)
 
 
-def libs_of(binary):
-    out = subprocess.run(['ldd', binary], capture_output=True, text=True).stdout
+def libs_of(binary, env=None):
+    out = subprocess.run(['ldd', binary], capture_output=True, text=True, env=env).stdout
     libs = []
     for line in out.splitlines():
         m = re.search(r'=>\s*(/\S+)', line) or re.match(r'\s*(/\S+)', line)
@@ -149,7 +152,10 @@ def main():
         if app != 'bin/busybox':
             symlink('/bin/busybox', stage, '/' + app)
 
-    # dynamically linked tools + their libraries + loader
+    # dynamically linked tools + their libraries + loader; fio's unused
+    # engines get stand-ins (scripts/stublibs.py), not 84 MB of libraries
+    stubdir = os.path.join(os.path.dirname(stage), 'stublibs')
+    stubs = stublibs.build('/usr/bin/fio', stubdir)
     libs = set()
     for path, aliases in BINARIES + (UDEV_BINARIES if a.user_install else []):
         if not os.path.exists(path):
@@ -157,9 +163,17 @@ def main():
         copy_file(path, stage)
         for al in aliases:
             symlink(path, stage, al)
-        libs.update(libs_of(path))
+        env = dict(os.environ, LD_LIBRARY_PATH=stubdir) if path == '/usr/bin/fio' else None
+        libs.update(libs_of(path, env))
     for lib in sorted(libs):
-        copy_file(lib, stage)
+        name = os.path.basename(lib)
+        if os.path.dirname(lib) == stubdir:
+            copy_file(lib, stage, '/lib/x86_64-linux-gnu/' + name)
+        elif name in stubs:
+            raise SystemExit('mkinitramfs: %s needs the real %s: drop it from '
+                             'scripts/stublibs.py ENGINES' % (lib, name))
+        else:
+            copy_file(lib, stage)
 
     # vbtool (static)
     vbtool = os.path.join(stage, 'usr/bin/vbtool')
