@@ -166,10 +166,14 @@ def _bench_smoke(outdir, ctx=None):
             if k[0] <= 0:
                 return '%s %s: instruction counter gave %s' % (unit, cfg, k)
             # two repeats of a cell agree within 10 % (a round may be an
-            # outlier): a broken counter is off by far more, while a busy
-            # host moved vhost-user's count by 3 % between rounds in CI
+            # outlier): a broken counter is off by far more. Only on the
+            # main loop: at QD1 a guest that waits longer for its device
+            # also idles deeper (tick stop and restart, more ticks per
+            # I/O), and a vhost-user daemon's latency follows the host's
+            # scheduling: stock measured 18.1k, 22.8k and 26.7k there in one
+            # CI run, at 2432, 1075 and 1052 IOPS
             best = min((b - a) / a for a, b in zip(k, k[1:]))
-            if best > 0.10:
+            if best > 0.10 and unit == 'null-co':
                 return '%s %s: no two rounds within 10%%: %s' % (unit, cfg, [round(x) for x in k])
             if any('host_other_mcpu' not in r for r in cell['rounds']):
                 return '%s %s: host load not recorded for every round' % (unit, cfg)
@@ -183,5 +187,5 @@ def _bench_smoke(outdir, ctx=None):
 TESTS.append(Test('bench_smoke', lambda: [], vbblk_only=True, modes=('',), quiet=True, host=_bench_smoke,
                   doc='bench/compare small (stock vs bio, randread QD1, 3 rounds, main loop and '
                       'vhost-user): report, PNG charts, instruction counter non-zero and '
-                      'repeatable within 10 %, device requests and notifies counted on both, '
+                      'repeatable within 10 % on the main loop, device requests and notifies counted on both, '
                       'order rotated per round, progress printed, host load recorded'))
