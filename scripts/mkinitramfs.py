@@ -155,7 +155,8 @@ def main():
     # dynamically linked tools + their libraries + loader; fio's unused
     # engines get stand-ins (scripts/stublibs.py), not 84 MB of libraries
     stubdir = os.path.join(os.path.dirname(stage), 'stublibs')
-    stubs = stublibs.build('/usr/bin/fio', stubdir)
+    # (a missing fio is reported below, with the other tools)
+    stubs = stublibs.build('/usr/bin/fio', stubdir) if os.path.exists('/usr/bin/fio') else {}
     libs = set()
     for path, aliases in BINARIES + (UDEV_BINARIES if a.user_install else []):
         if not os.path.exists(path):
