@@ -697,11 +697,9 @@ static int vbblk_uring_cmd(struct io_uring_cmd *ioucmd,
 	 */
 	percpu_ref_get(&ur->ref);
 	err = vbblk_ucmd_queue(uc, data, out, nowait);
-	if (err) {
-		percpu_ref_put(&ur->ref);
-		goto out_cmd;
-	}
 	percpu_ref_put(&ur->ref);
+	if (err)
+		goto out_cmd;
 	return -EIOCBQUEUED;
 
 out_cmd:
