@@ -577,16 +577,12 @@ class Guest:
         multi-threaded TCG a vCPU can run a stale int3 of live text patching
         (TSC_ARG avoids the usual one; CI still saw "Oops: int3" 2.7 s into a
         7.2 boot, long before any module loaded). None otherwise."""
-        try:
-            log = open(self.console, errors='replace').read()
-        except OSError:
+        con = self._boot_console()
+        if not con:
             return None
-        cut = log.find('init: running test')
-        early = log if cut < 0 else log[:cut]
+        log, early = con
         bad = _bad_lines(early)
-        ours = [l for l in early.splitlines()
-                if _OURS_RE.search(l) and 'command line' not in l.lower()]
-        if not bad or ours or len(_bad_lines(log)) != len(bad):
+        if not bad or len(_bad_lines(log)) != len(bad):
             return None
         return bad[0]
 
@@ -597,15 +593,25 @@ class Guest:
         boot, no output after). None otherwise."""
         if not res.reason.startswith('timeout after'):
             return None
+        con = self._boot_console()
+        if not con or con[0] != con[1]:
+            return None
+        return 'no console output past the kernel\'s own boot, then a timeout'
+
+    def _boot_console(self):
+        """(whole console, its part before init started the test), if that
+        part names nothing of ours (the kernel command line aside); else
+        None."""
         try:
             log = open(self.console, errors='replace').read()
         except OSError:
             return None
-        if 'init: running test' in log or any(
-                _OURS_RE.search(l) and 'command line' not in l.lower()
-                for l in log.splitlines()):
+        cut = log.find('init: running test')
+        early = log if cut < 0 else log[:cut]
+        if any(_OURS_RE.search(l) and 'command line' not in l.lower()
+               for l in early.splitlines()):
             return None
-        return 'no console output past the kernel\'s own boot, then a timeout'
+        return log, early
 
     def _run_once(self):
         self.prepare()
