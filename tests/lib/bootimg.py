@@ -10,6 +10,7 @@ the bzImage itself when there is no PVH note, the payload's compression
 cannot be undone here (zstd needs the zstd program), or PVH=0 asks for it.
 """
 import bz2
+import functools
 import hashlib
 import lzma
 import os
@@ -18,8 +19,8 @@ import struct
 import subprocess
 import zlib
 
-CACHE = os.environ.get('VBBLK_KERNEL_CACHE') or os.path.join(
-    os.environ.get('XDG_CACHE_HOME') or os.path.expanduser('~/.cache'), 'vbblk-kernels')
+import kver
+
 XEN_ELFNOTE_PHYS32_ENTRY = 18
 
 
@@ -72,13 +73,16 @@ def has_pvh_note(elf):
     return False
 
 
+@functools.lru_cache(maxsize=None)
 def boot_image(bzimage):
-    """What QEMU's -kernel gets for this bzImage (see the module's text)."""
+    """What QEMU's -kernel gets for this bzImage (see the module's text);
+    worked out once per process (a run boots the same kernel many times)."""
     if os.environ.get('PVH', '1') == '0':
         return bzimage
     img = open(bzimage, 'rb').read()
     key = hashlib.sha256(img).hexdigest()[:16]
-    path = os.path.join(CACHE, 'pvh', 'vmlinux-' + key)
+    # beside the built kernels (scripts/build-kernel.sh's cache)
+    path = os.path.join(os.path.dirname(kver.cache_dir('guest')), 'pvh', 'vmlinux-' + key)
     none = path + '.none'           # known not to boot through PVH
     if os.path.exists(path):
         return path
