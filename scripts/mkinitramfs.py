@@ -156,7 +156,8 @@ def main():
     # engines get stand-ins (scripts/stublibs.py), not 84 MB of libraries
     stubdir = os.path.join(os.path.dirname(stage), 'stublibs')
     # (a missing fio is reported below, with the other tools)
-    stubs = stublibs.build('/usr/bin/fio', stubdir) if os.path.exists('/usr/bin/fio') else {}
+    fio = '/usr/bin/fio'
+    stubs = stublibs.build(fio, libs_of(fio), stubdir) if os.path.exists(fio) else {}
     libs = set()
     for path, aliases in BINARIES + (UDEV_BINARIES if a.user_install else []):
         if not os.path.exists(path):
@@ -164,7 +165,7 @@ def main():
         copy_file(path, stage)
         for al in aliases:
             symlink(path, stage, al)
-        env = dict(os.environ, LD_LIBRARY_PATH=stubdir) if path == '/usr/bin/fio' else None
+        env = dict(os.environ, LD_LIBRARY_PATH=stubdir) if path == fio else None
         libs.update(libs_of(path, env))
     for lib in sorted(libs):
         name = os.path.basename(lib)

@@ -30,14 +30,10 @@ def _nm(path, *opts):
                           text=True, check=True).stdout.splitlines()
 
 
-def _ldd(binary, env=None):
-    out = subprocess.run(['ldd', binary], capture_output=True, text=True, env=env).stdout
-    return dict(re.findall(r'^\s*(\S+)\s+=>\s+(/\S+)', out, re.M))
-
-
-def build(binary, outdir):
-    """Build stand-ins for the ENGINES libraries @binary links in @outdir;
-    returns {soname: path}. Only symbols @binary imports are defined."""
+def build(binary, libs, outdir):
+    """Build stand-ins in @outdir for the ENGINES libraries among @libs (the
+    paths ldd gives for @binary, named by their sonames); returns {soname:
+    path}. Only symbols @binary imports are defined."""
     os.makedirs(outdir, exist_ok=True)
     wanted = {}                                   # name -> version or None
     for line in _nm(binary, '--undefined-only'):
@@ -45,7 +41,8 @@ def build(binary, outdir):
         if m:
             wanted[m.group(1)] = m.group(2)
     made = {}
-    for soname, path in _ldd(binary).items():
+    for path in libs:
+        soname = os.path.basename(path)
         if soname not in ENGINES:
             continue
         funcs, data, versions = [], [], {}
