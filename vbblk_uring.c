@@ -25,6 +25,7 @@
 #include <linux/cdev.h>
 #include <linux/fs.h>
 #include <linux/ioprio.h>
+#include <linux/llist.h>
 #include <linux/percpu-refcount.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -53,7 +54,7 @@ struct vbblk_ucmd {
 	void __user *id_buf;		/* GET_ID: where the serial goes */
 	struct page **pages;
 	struct scatterlist *sg;
-	struct list_head free_node;
+	struct llist_node free_node;
 	struct work_struct release_work;	/* polled reads: dirty, unpin */
 	union {
 		struct virtio_blk_discard_write_zeroes range;
@@ -67,8 +68,12 @@ struct vbblk_ucmd {
 struct vbblk_uring_vq {
 	struct vbblk_uring *ur;
 	unsigned int index;		/* vblk->vqs[index] */
-	spinlock_t lock;		/* free list */
-	struct list_head free;
+	/*
+	 * Free commands: anyone gives back (lock-free, from any context);
+	 * takers hold the lock, so that each entry is taken once.
+	 */
+	spinlock_t lock;
+	struct llist_head free;
 	wait_queue_head_t wait;		/* for a free command or ring room */
 	atomic_t room;			/* reaps that freed room, for waiters */
 	unsigned int nr_cmds;
@@ -113,16 +118,12 @@ static struct vbblk_uring_pdu *vbblk_pdu(struct io_uring_cmd *ioucmd)
 
 static struct vbblk_ucmd *vbblk_ucmd_get(struct vbblk_uring_vq *uvq)
 {
-	struct vbblk_ucmd *uc = NULL;
-	unsigned long flags;
+	struct llist_node *node;
 
-	spin_lock_irqsave(&uvq->lock, flags);
-	if (!list_empty(&uvq->free)) {
-		uc = list_first_entry(&uvq->free, struct vbblk_ucmd, free_node);
-		list_del(&uc->free_node);
-	}
-	spin_unlock_irqrestore(&uvq->lock, flags);
-	return uc;
+	spin_lock(&uvq->lock);
+	node = llist_del_first(&uvq->free);
+	spin_unlock(&uvq->lock);
+	return node ? llist_entry(node, struct vbblk_ucmd, free_node) : NULL;
 }
 
 /* Give back the pages and tables a command holds. May sleep (dirtying). */
@@ -143,12 +144,9 @@ static void vbblk_ucmd_unmap(struct vbblk_ucmd *uc)
 static void vbblk_ucmd_put(struct vbblk_ucmd *uc)
 {
 	struct vbblk_uring_vq *uvq = uc->uvq;
-	unsigned long flags;
 
 	vbblk_ucmd_unmap(uc);
-	spin_lock_irqsave(&uvq->lock, flags);
-	list_add(&uc->free_node, &uvq->free);
-	spin_unlock_irqrestore(&uvq->lock, flags);
+	llist_add(&uc->free_node, &uvq->free);
 	if (wq_has_sleeper(&uvq->wait))
 		wake_up(&uvq->wait);
 }
@@ -678,7 +676,7 @@ static int vbblk_uring_cmd(struct io_uring_cmd *ioucmd,
 			goto out_put;
 		err = -EINTR;
 		if (wait_event_interruptible(uvq->wait,
-					     !list_empty_careful(&uvq->free)))
+					     !llist_empty(&uvq->free)))
 			goto out_put;
 	}
 	uc->ioucmd = ioucmd;
@@ -738,7 +736,7 @@ static void vbblk_uring_free_pool(struct vbblk_uring *ur)
 			kfree(uvq->cmds[j]);
 		kfree(uvq->cmds);
 		uvq->cmds = NULL;
-		INIT_LIST_HEAD(&uvq->free);
+		init_llist_head(&uvq->free);
 	}
 }
 
@@ -774,7 +772,7 @@ static int vbblk_uring_alloc_pool(struct vbblk_uring *ur)
 			uc->pages = uc->inline_pages;
 			uc->sg = uc->inline_sg;
 			uvq->cmds[j] = uc;
-			list_add_tail(&uc->free_node, &uvq->free);
+			llist_add(&uc->free_node, &uvq->free);
 		}
 	}
 	if (err)
@@ -851,7 +849,7 @@ int vbblk_uring_add(struct vbblk *vblk)
 		uvq->ur = ur;
 		uvq->index = i;
 		spin_lock_init(&uvq->lock);
-		INIT_LIST_HEAD(&uvq->free);
+		init_llist_head(&uvq->free);
 		init_waitqueue_head(&uvq->wait);
 	}
 
