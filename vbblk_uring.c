@@ -373,6 +373,21 @@ static int vbblk_uring_check_range(struct vbblk *vblk, u64 sector, u64 n)
 	return 0;
 }
 
+/* @bytes of data at @sector: a transfer the disk takes. */
+static int vbblk_uring_check_bytes(struct vbblk *vblk, u64 sector,
+				   size_t bytes)
+{
+	struct request_queue *q = vblk->disk->queue;
+	int err;
+
+	if (!bytes || bytes > (queue_max_hw_sectors(q) << SECTOR_SHIFT))
+		return -EINVAL;
+	err = vbblk_uring_check_range(vblk, sector, bytes >> SECTOR_SHIFT);
+	if (!err && bytes & (queue_logical_block_size(q) - 1))
+		err = -EINVAL;
+	return err;
+}
+
 /* The data's iterator: user memory, an iovec array, or registered. */
 static int vbblk_uring_import(struct io_uring_cmd *ioucmd,
 			      const struct vbblk_uring_cmd *c, int rw,
@@ -470,6 +485,91 @@ out:
 	return err;
 }
 
+/*
+ * The common case, a plain buffer of a few pages: its pages go straight
+ * into the inline tables, without an iterator. The pieces are aligned as
+ * the disk asks exactly when the buffer's start and length are (the
+ * alignment divides a page).
+ */
+static int vbblk_ucmd_user_pages(struct vbblk_ucmd *uc, unsigned long addr,
+				 unsigned int len, unsigned int nr, bool out)
+{
+	struct vbblk *vblk = uc->uvq->ur->vblk;
+	struct request_queue *q = vblk->disk->queue;
+	unsigned int off = offset_in_page(addr), i;
+	int got;
+
+	if ((addr | len) & queue_dma_alignment(q) ||
+	    nr > min(vblk->sg_elems, queue_max_segments(q)))
+		return -EINVAL;
+	/* The device writes what a READ brings into these pages. */
+	got = vbblk_user_pages(addr & PAGE_MASK, nr, !out, uc->pages);
+	if (got != nr) {
+		if (got > 0)
+			vbblk_iter_release_pages(uc->pages, got, false);
+		return got < 0 ? got : -EFAULT;
+	}
+	uc->nr_pages = nr;
+	vbblk_sg_init(uc->sg, nr);
+	for (i = 0; i < nr; i++) {
+		unsigned int n = min_t(unsigned int, len, PAGE_SIZE - off);
+
+		sg_set_page(&uc->sg[i], uc->pages[i], n, off);
+		len -= n;
+		off = 0;
+	}
+	return 0;
+}
+
+/* Anything else: an iovec array, registered buffers, or many pages. */
+static noinline int vbblk_ucmd_import_map(struct vbblk_ucmd *uc,
+					  struct io_uring_cmd *ioucmd,
+					  const struct vbblk_uring_cmd *c,
+					  int rw, unsigned int issue_flags)
+{
+	struct vbblk *vblk = uc->uvq->ur->vblk;
+	struct iovec fast[UIO_FASTIOV], *iov = fast;
+	struct iov_iter iter;
+	int err;
+
+	err = vbblk_uring_import(ioucmd, c, rw, &iter, &iov, issue_flags);
+	if (err)
+		return err;
+	uc->bytes = iov_iter_count(&iter);
+	err = vbblk_uring_check_bytes(vblk, c->sector, uc->bytes);
+	if (!err)
+		err = vbblk_ucmd_map(uc, &iter,
+				     issue_flags & IO_URING_F_NONBLOCK ?
+				     GFP_NOWAIT : GFP_KERNEL);
+	kfree(iov);
+	return err;
+}
+
+/* READ or WRITE: the data's pages in @uc's scatterlist. */
+static int vbblk_ucmd_data(struct vbblk_ucmd *uc, struct io_uring_cmd *ioucmd,
+			   const struct vbblk_uring_cmd *c,
+			   unsigned int issue_flags, bool out)
+{
+	unsigned long addr = c->addr;
+	unsigned int nr;
+	int err;
+
+	nr = DIV_ROUND_UP(offset_in_page(addr) + (u64)c->len, PAGE_SIZE);
+	if ((c->flags & VBBLK_F_VEC) ||
+	    (ioucmd->flags & IORING_URING_CMD_FIXED) ||
+	    nr > VBBLK_UCMD_INLINE)
+		return vbblk_ucmd_import_map(uc, ioucmd, c, out ? WRITE : READ,
+					     issue_flags);
+	/* Checked in the order vbblk_ucmd_import_map() checks. */
+	if (!access_ok(u64_to_user_ptr(c->addr), c->len))
+		return -EFAULT;
+	uc->bytes = c->len;
+	err = vbblk_uring_check_bytes(uc->uvq->ur->vblk, c->sector, c->len);
+	if (err)
+		return err;
+	return vbblk_ucmd_user_pages(uc, addr, c->len, nr, out);
+}
+
 /* Fill in @uc for command @c: header, data or range. */
 static int vbblk_ucmd_build(struct vbblk_ucmd *uc, struct io_uring_cmd *ioucmd,
 			    const struct vbblk_uring_cmd *c,
@@ -478,10 +578,8 @@ static int vbblk_ucmd_build(struct vbblk_ucmd *uc, struct io_uring_cmd *ioucmd,
 {
 	struct vbblk *vblk = uc->uvq->ur->vblk;
 	struct request_queue *q = vblk->disk->queue;
-	struct iovec fast[UIO_FASTIOV], *iov = fast;
-	struct iov_iter iter;
 	u32 type, max;
-	int rw, err;
+	int err;
 
 	uc->op = c->opcode;
 	uc->bytes = 0;
@@ -491,27 +589,8 @@ static int vbblk_ucmd_build(struct vbblk_ucmd *uc, struct io_uring_cmd *ioucmd,
 	case VBBLK_OP_READ:
 	case VBBLK_OP_WRITE:
 		*out = c->opcode == VBBLK_OP_WRITE;
-		rw = *out ? WRITE : READ;
 		type = *out ? VIRTIO_BLK_T_OUT : VIRTIO_BLK_T_IN;
-		err = vbblk_uring_import(ioucmd, c, rw, &iter, &iov,
-					 issue_flags);
-		if (err)
-			return err;
-		uc->bytes = iov_iter_count(&iter);
-		err = -EINVAL;
-		if (!uc->bytes ||
-		    uc->bytes > (queue_max_hw_sectors(q) << SECTOR_SHIFT))
-			goto out_iov;
-		err = vbblk_uring_check_range(vblk, c->sector,
-					      uc->bytes >> SECTOR_SHIFT);
-		if (!err && uc->bytes & (queue_logical_block_size(q) - 1))
-			err = -EINVAL;
-		if (!err)
-			err = vbblk_ucmd_map(uc, &iter,
-					     issue_flags & IO_URING_F_NONBLOCK ?
-					     GFP_NOWAIT : GFP_KERNEL);
-out_iov:
-		kfree(iov);
+		err = vbblk_ucmd_data(uc, ioucmd, c, issue_flags, *out);
 		if (err)
 			return err;
 		*data = uc->sg;

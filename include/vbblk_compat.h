@@ -542,6 +542,24 @@ static inline ssize_t vbblk_iter_get_pages(struct iov_iter *i,
 #endif
 }
 
+/*
+ * @nr pages of user memory from @start, taken as vbblk_iter_get_pages()
+ * takes them (pinned where the kernel's iterators pin, referenced where
+ * they still take references), for vbblk_iter_release_pages(). @write:
+ * the device writes them.
+ */
+static inline int vbblk_user_pages(unsigned long start, int nr, bool write,
+				   struct page **pages)
+{
+	unsigned int flags = write ? FOLL_WRITE : 0;
+
+#ifdef HAVE_IOV_ITER_EXTRACT_PAGES
+	return pin_user_pages_fast(start, nr, flags, pages);
+#else
+	return get_user_pages_fast(start, nr, flags, pages);
+#endif
+}
+
 /* Must vbblk_iter_release_pages() give back the pages taken from @i? */
 static inline bool vbblk_iter_holds_pages(const struct iov_iter *i)
 {

@@ -26,7 +26,8 @@
  *     (and "id=..." for GET_ID); keys: op (read write flush discard
  *     wzeroes getid, or a number), sector, len, nr, flags, ioprio, rsvd,
  *     cmdop, fixed=1, vec=1, sqe64=1 (a ring without SQE128), and
- *     addr=buf|null|bad|unaligned|ro (ro: a read-only mapping)
+ *     addr=buf|null|bad|unaligned|ro|hole (ro: a read-only mapping;
+ *     hole: only the buffer's first page is mapped)
  *
  * The pattern: every 8 bytes of the area hold (byte offset / 8) ^ seed * K,
  * so data written through one path is checked through the other. A load
@@ -456,6 +457,9 @@ static int run_cmd(int argc, char **argv)
 		c.addr = (uintptr_t)buf + 100;
 	else if (addr && !strcmp(addr, "ro") && mprotect(buf, buflen, PROT_READ))
 		die("mprotect", errno);
+	else if (addr && !strcmp(addr, "hole") &&
+		 munmap(buf + 4096, buflen - 4096))
+		die("munmap", errno);
 	if (kvnum(argc, argv, "vec", 0)) {
 		iov[0] = (struct iovec){ (void *)(uintptr_t)c.addr, c.len / 2 };
 		iov[1] = (struct iovec){ (char *)(uintptr_t)c.addr + c.len / 2,

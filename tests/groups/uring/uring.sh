@@ -174,6 +174,10 @@ if [ "$VBSIDE" = main ]; then
 	cmd_res -22 $p op=read len=4096 addr=unaligned
 	# the device would write into a read-only mapping: the pages are not given
 	cmd_res -14 $p op=read len=4096 addr=ro
+	# mapped, then not: what was taken is given back (few pages, and more
+	# than a command keeps inline)
+	cmd_res -14 $p op=read len=8192 addr=hole
+	cmd_res -14 $p op=write len=65536 addr=hole
 	if [ $(( (maxseg + 1) * 4096 )) -le $maxhw ]; then
 		cmd_res -22 $p op=read len=$(( (maxseg + 1) * 4096 ))
 	fi
