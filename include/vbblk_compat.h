@@ -580,7 +580,8 @@ static inline void vbblk_iter_release_pages(struct page **pages,
 	unsigned int i;
 
 	for (i = 0; i < n; i++) {
-		if (dirty)
+		/* Dirty already: no lock (unpin_user_pages_dirty_lock() too) */
+		if (dirty && !PageDirty(pages[i]))
 			set_page_dirty_lock(pages[i]);
 		put_page(pages[i]);
 	}
