@@ -49,6 +49,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -134,8 +135,11 @@ static double lat_pct(uint64_t n, double pct)
 	return LAT_MAX * 1000.0;
 }
 
-/* What bench/report.py reads of fio's JSON output. */
-static void write_json(bool wr, uint64_t ios, double secs)
+/*
+ * What bench/report.py reads of fio's JSON output; ctx: context switches,
+ * as fio counts them (voluntary and not), since the load began.
+ */
+static void write_json(bool wr, uint64_t ios, double secs, long ctx)
 {
 	const char *empty = "{\"total_ios\": 0, \"iops\": 0, \"bw\": 0, \"clat_ns\": {}}";
 	FILE *f = fopen(o.json, "w");
@@ -147,9 +151,19 @@ static void write_json(bool wr, uint64_t ios, double secs)
 		 "{\"total_ios\": %llu, \"iops\": %.1f, \"bw\": %.0f, \"clat_ns\": {\"percentile\": {\"50.000000\": %.0f, \"99.000000\": %.0f}}}",
 		 (unsigned long long)ios, ios / secs, ios * (o.bs / 1024.0) / secs,
 		 lat_pct(ios, 50), lat_pct(ios, 99));
-	fprintf(f, "{\"jobs\": [{\"jobname\": \"vbuio\", \"read\": %s, \"write\": %s}]}\n",
-		wr ? empty : side, wr ? side : empty);
+	fprintf(f, "{\"jobs\": [{\"jobname\": \"vbuio\", \"ctx\": %ld, \"read\": %s, \"write\": %s}]}\n",
+		ctx, wr ? empty : side, wr ? side : empty);
 	fclose(f);
+}
+
+/* This thread's context switches: how often the load slept, mostly. */
+static long ctx_switches(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru))
+		die("getrusage", errno);
+	return ru.ru_nvcsw + ru.ru_nivcsw;
 }
 
 static int open_target(const char *path, bool rw, bool *pt)
@@ -245,6 +259,7 @@ static int run_load(void)
 	struct slot *slots;
 	struct iovec *regs;
 	double t0, t1, end;
+	long ctx0;
 	uint64_t blocks;
 	int fd, ret;
 
@@ -301,6 +316,7 @@ static int run_load(void)
 	}
 
 	rs = o.seed * PATTERN_K | 1;
+	ctx0 = ctx_switches();
 	t0 = now();
 	end = t0 + o.secs;
 	for (;;) {
@@ -371,7 +387,7 @@ static int run_load(void)
 	       o.cbatch, o.fixed ? " fixed" : "", o.vec ? " vec" : "",
 	       o.poll ? " polled" : "", done, t1 - t0, done / (t1 - t0), errors, bad);
 	if (o.json)
-		write_json(wr, done, t1 - t0);
+		write_json(wr, done, t1 - t0, ctx_switches() - ctx0);
 	io_uring_queue_exit(&ring);
 	close(fd);
 	return errors || bad ? 1 : 0;
