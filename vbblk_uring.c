@@ -126,12 +126,14 @@ static struct vbblk_ucmd *vbblk_ucmd_get(struct vbblk_uring_vq *uvq)
 	return node ? llist_entry(node, struct vbblk_ucmd, free_node) : NULL;
 }
 
-/* Give back the pages and tables a command holds. May sleep (dirtying). */
-static void vbblk_ucmd_unmap(struct vbblk_ucmd *uc)
+/*
+ * Give back the pages and tables a command holds, its pages marked dirty
+ * if @dirty (the device wrote them). Only that may sleep.
+ */
+static void vbblk_ucmd_unmap(struct vbblk_ucmd *uc, bool dirty)
 {
 	if (uc->nr_pages)
-		vbblk_iter_release_pages(uc->pages, uc->nr_pages,
-					 uc->op == VBBLK_OP_READ);
+		vbblk_iter_release_pages(uc->pages, uc->nr_pages, dirty);
 	uc->nr_pages = 0;
 	if (uc->pages != uc->inline_pages) {
 		kfree(uc->pages);
@@ -141,11 +143,11 @@ static void vbblk_ucmd_unmap(struct vbblk_ucmd *uc)
 	}
 }
 
-static void vbblk_ucmd_put(struct vbblk_ucmd *uc)
+static void vbblk_ucmd_put(struct vbblk_ucmd *uc, bool dirty)
 {
 	struct vbblk_uring_vq *uvq = uc->uvq;
 
-	vbblk_ucmd_unmap(uc);
+	vbblk_ucmd_unmap(uc, dirty);
 	llist_add(&uc->free_node, &uvq->free);
 	if (wq_has_sleeper(&uvq->wait))
 		wake_up(&uvq->wait);
@@ -161,7 +163,7 @@ static void vbblk_ucmd_finish(struct io_uring_cmd *ioucmd,
 	if (uc->op == VBBLK_OP_GET_ID && res >= 0 &&
 	    copy_to_user(uc->id_buf, uc->id, VBBLK_ID_BYTES))
 		res = -EFAULT;
-	vbblk_ucmd_put(uc);
+	vbblk_ucmd_put(uc, uc->op == VBBLK_OP_READ);
 	vbblk_uring_cmd_done(ioucmd, res, issue_flags);
 }
 
@@ -174,16 +176,28 @@ static void vbblk_ucmd_release_work(struct work_struct *work)
 					     release_work);
 	struct vbblk_uring *ur = uc->uvq->ur;
 
-	vbblk_ucmd_put(uc);
+	vbblk_ucmd_put(uc, true);
 	put_device(&ur->dev);
+}
+
+/* Are all of @uc's pages dirty already (so none needs the page lock)? */
+static bool vbblk_ucmd_pages_dirty(const struct vbblk_ucmd *uc)
+{
+	unsigned int i;
+
+	for (i = 0; i < uc->nr_pages; i++)
+		if (!PageDirty(uc->pages[i]))
+			return false;
+	return true;
 }
 
 /*
  * A polled command ends in whichever poller reaped it, which may be a block
  * device's poller inside an RCU read section: it must not sleep there. Its
  * completion is posted at once (io_uring's IOPOLL loop only marks it
- * done); pages that need dirtying are given back from a workqueue, which
- * holds the device (and so the commands) until then.
+ * done). A read's pages that still need dirtying are given back from a
+ * workqueue, which holds the device (and so the commands) until then; a
+ * buffer read into before is dirty already, and is given back here.
  */
 static void vbblk_ucmd_end_polled(struct vbblk_ucmd *uc, struct vbblk_uring *ur)
 {
@@ -191,11 +205,16 @@ static void vbblk_ucmd_end_polled(struct vbblk_ucmd *uc, struct vbblk_uring *ur)
 	int res = uc->result;
 
 	/* Done last: it may drop the file that holds ur. */
-	if (uc->nr_pages && uc->op == VBBLK_OP_READ) {
+	if (uc->op == VBBLK_OP_READ && !vbblk_ucmd_pages_dirty(uc)) {
 		get_device(&ur->dev);
 		queue_work(system_wq, &uc->release_work);
 	} else {
-		vbblk_ucmd_put(uc);
+		/*
+		 * No lock to take. A page cleaned since is being written
+		 * back, which is what dirtying it was for (the same reasoning
+		 * as unpin_user_pages_dirty_lock()'s).
+		 */
+		vbblk_ucmd_put(uc, false);
 	}
 	vbblk_uring_cmd_done(ioucmd, res, 0);
 }
@@ -481,7 +500,7 @@ static int vbblk_ucmd_map(struct vbblk_ucmd *uc, struct iov_iter *iter,
 		sg_mark_end(&uc->sg[n - 1]);
 out:
 	if (err)
-		vbblk_ucmd_unmap(uc);
+		vbblk_ucmd_unmap(uc, false);
 	return err;
 }
 
@@ -780,7 +799,7 @@ static int vbblk_uring_cmd(struct io_uring_cmd *ioucmd,
 	return -EIOCBQUEUED;
 
 out_cmd:
-	vbblk_ucmd_put(uc);
+	vbblk_ucmd_put(uc, false);	/* the device moved nothing */
 out_put:
 	percpu_ref_put(&ur->ref);
 	return err;

@@ -3,7 +3,9 @@
 #  - vbuio fills an area through one path and checks it through the other:
 #    passthrough -> block device and back, plain, registered (fixed),
 #    vectored and polled buffers, on a 1- and a 2-queue disk
-#  - polled commands (an IOPOLL ring) raise no interrupt on the request queues
+#  - polled commands (an IOPOLL ring) raise no interrupt on the request queues,
+#    and polled reads into a buffer read before give its pages back in the
+#    poller (no workqueue hop: no context switch of the load per read)
 #  - FLUSH, DISCARD and WRITE ZEROES reach the device (QMP counters); the
 #    zeroes read back as zeroes; in the device's trace each FLUSH comes
 #    after the writes completed before it (the host checks, markers 1-3)
@@ -86,6 +88,14 @@ must vbuio -m randread -p -q 8 -n 4000 /dev/vbblk/$d2
 i1=$(disk_irqs $d2)
 [ $((i1 - i0)) -le 40 ] || fail "4000 polled commands raised $((i1 - i0)) interrupts"
 log "ok: 4000 polled commands, $((i1 - i0)) interrupts"
+# Polled reads into a buffer read into before: its pages are dirty already
+# and go back in the poller, with no workqueue hop (a context switch of
+# the load per read).
+must vbuio -m randread -p -q 1 -n 4000 -J /tmp/poll.json /dev/vbblk/$d2
+ctx=$(sed -n 's/.*"ctx": \([0-9]*\),.*/\1/p' /tmp/poll.json)
+[ -n "$ctx" ] || fail "no ctx in vbuio's JSON: $(cat /tmp/poll.json)"
+[ "$ctx" -le 400 ] || fail "4000 polled reads: $ctx context switches of the load"
+log "ok: 4000 polled reads, $ctx context switches of the load"
 
 # (main loop only: QMP counters and the backing file are the main loop's)
 if [ "$VBSIDE" = main ]; then
