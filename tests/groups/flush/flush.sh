@@ -20,7 +20,7 @@ fi
 expect_eq "$wb write_cache" "$(sysblk $wb queue/write_cache)" "write back"
 expect_eq "$wt write_cache" "$(sysblk $wt queue/write_cache)" "write through"
 
-# busybox dd quietly drops O_DIRECT when the buffer is unaligned: use fio
+# busybox dd quietly drops O_DIRECT when O_DIRECT refuses a read: use fio
 # --invalidate=0: fio would otherwise BLKFLSBUF the disk first, which syncs
 # the mounted ext4 and puts its metadata writeback inside the phase
 mark() {
