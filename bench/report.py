@@ -477,7 +477,7 @@ def report(meta, summaries, profiles):
                   'if the driver\'s own stages (%s) cost nothing: an instructions target '
                   'below it cannot be met by any virtio block driver. *Switches/IO* (bio, '
                   'stock): the load\'s context switches per I/O; at QD1 each is a sleep '
-                  'for the completion, whose scheduler and idle work (about 5,000 '
+                  'for the completion, whose scheduler and idle work (about 7,000 '
                   'instructions under TCG) no driver saves.' % ', '.join(DRIVER_STAGES),
                   '', '| target | measured | result | driver floor | switches/IO |',
                   '|---|---|---|---|---|']
