@@ -437,6 +437,36 @@ static int vbblk_uring_import(struct io_uring_cmd *ioucmd,
 	return 0;
 }
 
+/* The most pages (one scatterlist entry each) a command may carry. */
+static unsigned int vbblk_ucmd_max_pages(struct vbblk *vblk)
+{
+	return min(vblk->sg_elems, queue_max_segments(vblk->disk->queue));
+}
+
+/*
+ * Scatterlist entries for @uc's pages [@first, @first + @cnt): @bytes of
+ * data, from @off into the first page. False if a piece breaks @align.
+ */
+static inline bool vbblk_ucmd_set_sg(struct vbblk_ucmd *uc,
+				     unsigned int first, unsigned int cnt,
+				     size_t off, size_t bytes,
+				     unsigned int align)
+{
+	bool ok = true;
+	unsigned int i;
+
+	for (i = first; i < first + cnt; i++) {
+		unsigned int len = min_t(size_t, bytes, PAGE_SIZE - off);
+
+		if ((off | len) & align)
+			ok = false;
+		sg_set_page(&uc->sg[i], uc->pages[i], len, off);
+		bytes -= len;
+		off = 0;
+	}
+	return ok;
+}
+
 /*
  * Take the data's pages into @uc's scatterlist, one entry per page, each
  * piece aligned as the disk's DMA alignment asks, within max_segments.
@@ -445,10 +475,9 @@ static int vbblk_ucmd_map(struct vbblk_ucmd *uc, struct iov_iter *iter,
 			  gfp_t gfp)
 {
 	struct vbblk *vblk = uc->uvq->ur->vblk;
-	struct request_queue *q = vblk->disk->queue;
-	unsigned int max = min(vblk->sg_elems, queue_max_segments(q));
-	unsigned int align = queue_dma_alignment(q);
-	unsigned int want, n = 0, i;
+	unsigned int max = vbblk_ucmd_max_pages(vblk);
+	unsigned int align = queue_dma_alignment(vblk->disk->queue);
+	unsigned int want, n = 0;
 	int err = 0;
 
 	want = iov_iter_npages(iter, max + 1);
@@ -480,15 +509,8 @@ static int vbblk_ucmd_map(struct vbblk_ucmd *uc, struct iov_iter *iter,
 			break;
 		}
 		cnt = DIV_ROUND_UP(off + got, PAGE_SIZE);
-		for (i = 0; i < cnt; i++) {
-			unsigned int len = min_t(size_t, got, PAGE_SIZE - off);
-
-			if ((off | len) & align)
-				err = -EINVAL;
-			sg_set_page(&uc->sg[n + i], uc->pages[n + i], len, off);
-			got -= len;
-			off = 0;
-		}
+		if (!vbblk_ucmd_set_sg(uc, n, cnt, off, got, align))
+			err = -EINVAL;
 		n += cnt;
 		/* Registered buffers are io_uring's: nothing to give back. */
 		if (hold)
@@ -514,12 +536,10 @@ static int vbblk_ucmd_user_pages(struct vbblk_ucmd *uc, unsigned long addr,
 				 unsigned int len, unsigned int nr, bool out)
 {
 	struct vbblk *vblk = uc->uvq->ur->vblk;
-	struct request_queue *q = vblk->disk->queue;
-	unsigned int off = offset_in_page(addr), i;
 	int got;
 
-	if ((addr | len) & queue_dma_alignment(q) ||
-	    nr > min(vblk->sg_elems, queue_max_segments(q)))
+	if ((addr | len) & queue_dma_alignment(vblk->disk->queue) ||
+	    nr > vbblk_ucmd_max_pages(vblk))
 		return -EINVAL;
 	/* The device writes what a READ brings into these pages. */
 	got = vbblk_user_pages(addr & PAGE_MASK, nr, !out, uc->pages);
@@ -530,13 +550,8 @@ static int vbblk_ucmd_user_pages(struct vbblk_ucmd *uc, unsigned long addr,
 	}
 	uc->nr_pages = nr;
 	vbblk_sg_init(uc->sg, nr);
-	for (i = 0; i < nr; i++) {
-		unsigned int n = min_t(unsigned int, len, PAGE_SIZE - off);
-
-		sg_set_page(&uc->sg[i], uc->pages[i], n, off);
-		len -= n;
-		off = 0;
-	}
+	/* Alignment checked above, before taking the pages: 0 here. */
+	vbblk_ucmd_set_sg(uc, 0, nr, offset_in_page(addr), len, 0);
 	return 0;
 }
 
