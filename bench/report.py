@@ -328,8 +328,8 @@ def targets(summary, profs=None):
         ok = v <= bound if op == '<=' else v >= bound
         fl = floor(profs or {}, wl) if metric == 'kinsn' else None
         sw = '-'
-        if metric == 'kinsn' and st and c.get('ctx_per_io') is not None \
-                and st.get('ctx_per_io') is not None:
+        if metric == 'kinsn' and st and c['ctx_per_io'] is not None \
+                and st['ctx_per_io'] is not None:
             sw = '%.2f / %.2f' % (c['ctx_per_io'], st['ctx_per_io'])
         rows.append((text, v, 'met' if ok else 'MISSED', '-' if fl is None else '%.3f' % fl,
                      sw))
@@ -467,7 +467,7 @@ def report(meta, summaries, profiles):
                             fmt_f(x['requests_per_io']), fmt_f(x['flushes_per_io']),
                             fmt_f(x['notifies_per_io']), fmt_f(x['irqs_per_io']),
                             fmt_f(x['plug_cbs_per_bio']), fmt_k(x['uinsn']),
-                            fmt_f(x.get('ctx_per_io'))))
+                            fmt_f(x['ctx_per_io'])))
             L.append('')
         L += before_after(meta, summary, profiles.get(backend) or {})
         rows = targets(summary, profiles.get(backend))
