@@ -83,7 +83,9 @@ struct vbblk_uring_vq {
 struct vbblk_uring {
 	struct device dev;
 	struct cdev cdev;
-	struct vbblk *vblk;
+	struct vbblk *vblk;		/* only once the gate is passed */
+	struct device *disk_dev;	/* held: vblk lives as long as we do */
+	unsigned int depth;		/* commands per virtqueue */
 	/* commands on the rings and plugs yet to notify; killed to drain */
 	struct percpu_ref ref;
 	wait_queue_head_t gate_wait;	/* ref drained, or the gate opened */
@@ -323,10 +325,8 @@ static bool vbblk_op_writes(u8 op)
 }
 
 /* Everything about a command that does not need the device. */
-static int vbblk_uring_check(struct vbblk_uring *ur, struct file *file,
-			     const struct vbblk_uring_cmd *c)
+static int vbblk_uring_check(struct file *file, const struct vbblk_uring_cmd *c)
 {
-	struct vbblk *vblk = ur->vblk;
 	u32 flags_ok = 0;
 
 	if (c->rsvd0 || c->rsvd[0] || c->rsvd[1])
@@ -369,12 +369,8 @@ static int vbblk_uring_check(struct vbblk_uring *ur, struct file *file,
 			return -EPERM;
 	}
 
-	if (vbblk_op_writes(c->opcode)) {
-		if (!(file->f_mode & FMODE_WRITE))
-			return -EBADF;
-		if (vblk->read_only || get_disk_ro(vblk->disk))
-			return -EROFS;
-	}
+	if (vbblk_op_writes(c->opcode) && !(file->f_mode & FMODE_WRITE))
+		return -EBADF;
 	return 0;
 }
 
@@ -764,7 +760,7 @@ static int vbblk_uring_cmd(struct io_uring_cmd *ioucmd,
 		return -EINVAL;
 	/* The SQE is shared with user space: read it once. */
 	memcpy(&c, vbblk_uring_cmd_payload(ioucmd), sizeof(c));
-	err = vbblk_uring_check(ur, ioucmd->file, &c);
+	err = vbblk_uring_check(ioucmd->file, &c);
 	if (err)
 		return err;
 
@@ -772,6 +768,11 @@ static int vbblk_uring_cmd(struct io_uring_cmd *ioucmd,
 	if (err)
 		return err;
 	vblk = ur->vblk;
+	if (vbblk_op_writes(c.opcode) &&
+	    (vblk->read_only || get_disk_ro(vblk->disk))) {
+		err = -EROFS;
+		goto out_put;
+	}
 	if (c.opcode == VBBLK_OP_FLUSH && !vblk->has_flush) {
 		/* No volatile cache: nothing to make durable. */
 		err = 0;
@@ -827,13 +828,22 @@ static int vbblk_uring_iopoll(struct io_uring_cmd *ioucmd,
 {
 	struct vbblk_uring *ur = ioucmd->file->private_data;
 	struct vbblk_uring_pdu *pdu = vbblk_pdu(ioucmd);
-	int n;
+	struct vbblk_ucmd *uc = pdu->ucmd;
+	int n = 0;
 
-	if (!pdu->polled || !percpu_ref_tryget_live(&ur->ref))
+	if (!pdu->polled)
 		return 0;
-	n = vbblk_vq_poll(&ur->vblk->vqs[pdu->vq]);
-	percpu_ref_put(&ur->ref);
-	return n;
+	/* The disk's memory is ours to touch (we hold it), not its rings. */
+	if (smp_load_acquire(&uc->done)) {
+		vbblk_stat_inc(ur->vblk, VBBLK_STAT_URING_POLLED_ELSEWHERE);
+	} else if (percpu_ref_tryget_live(&ur->ref)) {
+		n = vbblk_vq_poll(&ur->vblk->vqs[pdu->vq]);
+		percpu_ref_put(&ur->ref);
+	}
+	if (!smp_load_acquire(&uc->done))
+		return n;
+	vbblk_ucmd_complete(ioucmd, 0, true);
+	return n ? n : 1;
 }
 
 /* ---- the character device ---- */
@@ -881,7 +891,6 @@ static int vbblk_uring_alloc_pool(struct vbblk_uring *ur)
 			}
 			uc->uvq = uvq;
 			uc->hdr.end = vbblk_ucmd_end;
-			INIT_WORK(&uc->release_work, vbblk_ucmd_release_work);
 			uc->pages = uc->inline_pages;
 			uc->sg = uc->inline_sg;
 			uvq->cmds[j] = uc;
@@ -929,6 +938,8 @@ static void vbblk_uring_release(struct device *dev)
 	percpu_ref_exit(&ur->ref);
 	mutex_destroy(&ur->pool_lock);
 	kfree(ur->uvqs);
+	/* May be the disk's last reference: it frees struct vbblk. */
+	put_device(ur->disk_dev);
 	kfree(ur);
 }
 
@@ -943,6 +954,7 @@ int vbblk_uring_add(struct vbblk *vblk)
 	if (!ur)
 		return -ENOMEM;
 	ur->vblk = vblk;
+	ur->depth = vblk->tag_set.queue_depth;
 	ur->nr_vqs = vblk->num_vqs;
 	ur->uvqs = kcalloc(ur->nr_vqs, sizeof(*ur->uvqs), GFP_KERNEL);
 	if (!ur->uvqs ||
