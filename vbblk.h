@@ -82,6 +82,7 @@ extern unsigned int vbblk_batch_max_kb;
 /* Debug builds' knobs in debugfs (virtio_blk_core.c), else constants. */
 #ifdef VBBLK_DEBUG
 extern bool vbblk_debug_skip_fua_flush;
+extern atomic_t vbblk_debug_uring_polled_foreign;
 #define vbblk_skip_fua_flush()	READ_ONCE(vbblk_debug_skip_fua_flush)
 #else
 #define vbblk_skip_fua_flush()	false
@@ -111,6 +112,7 @@ enum vbblk_stat {
 	VBBLK_STAT_QUEUE_RQS,		/* requests put on the ring by ->queue_rqs */
 	VBBLK_STAT_POLL_BATCHED,	/* polled requests ended in an io_comp_batch */
 	VBBLK_STAT_URING_CMDS,		/* io_uring passthrough commands sent */
+	VBBLK_STAT_URING_POLLED_ELSEWHERE, /* polled, reaped by another poller */
 	VBBLK_NR_STATS,
 };
 

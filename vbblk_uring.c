@@ -11,14 +11,18 @@
  * scatterlist and goes on the ring; under the submitter's plug (io_uring
  * plugs a batch of three or more) the notify waits for the unplug, one per
  * virtqueue. The ring's completion hands the result to the submitter's task
- * (pages are dirtied and unpinned there); a polled command on a poll queue
- * is ended by its poller directly (see vbblk_ucmd_end_polled()).
+ * (pages are dirtied and unpinned there). A command on a poll queue may be
+ * reaped by any poller, but only its own ring's poll ends it (see
+ * vbblk_uring_iopoll()).
  *
- * Lifetime: an open file holds the character device, which holds the disk,
- * which holds struct vbblk. ur->ref counts commands on the rings and plugs
- * that will notify: freeze and remove kill it and wait for it to drain,
- * which vbblk_vqs_abort() guarantees for a device that stopped answering;
- * restore brings it back to life (so it may be reinitialised).
+ * Lifetime: an open file holds the character device, which holds the disk
+ * (its own reference: removal's device_del() drops the parent's), which
+ * holds struct vbblk. ur->ref counts commands on the rings and plugs that
+ * will notify: freeze and remove kill it and wait for it to drain, polling
+ * the poll queues meanwhile (their owners may be frozen or gone), which
+ * vbblk_vqs_abort() guarantees for a device that stopped answering;
+ * restore brings it back to life (so it may be reinitialised). Nothing
+ * reads ur->vblk before the gate (vbblk_uring_enter()) is passed.
  */
 #include <linux/blkdev.h>
 #include <linux/capability.h>
@@ -50,12 +54,12 @@ struct vbblk_ucmd {
 	unsigned int bytes;
 	unsigned int nr_pages;		/* pages to give back */
 	u8 op;				/* VBBLK_OP_* */
-	bool polled;			/* on a poll queue: its poller ends it */
+	bool polled;			/* on a poll queue: its ring's poll ends it */
+	bool done;			/* polled: reaped, result set */
 	void __user *id_buf;		/* GET_ID: where the serial goes */
 	struct page **pages;
 	struct scatterlist *sg;
 	struct llist_node free_node;
-	struct work_struct release_work;	/* polled reads: dirty, unpin */
 	union {
 		struct virtio_blk_discard_write_zeroes range;
 		u8 id[VIRTIO_BLK_ID_BYTES];
@@ -156,11 +160,25 @@ static void vbblk_ucmd_put(struct vbblk_ucmd *uc, bool dirty)
 }
 
 /* In the submitter's task (or its poller): results to user space. */
-static void vbblk_ucmd_finish(struct io_uring_cmd *ioucmd,
-			      unsigned int issue_flags)
+#ifdef VBBLK_DEBUG
+/* Polled commands ended outside their own ring's poll: must stay 0. */
+atomic_t vbblk_debug_uring_polled_foreign = ATOMIC_INIT(0);
+#endif
+
+/*
+ * Results to user space: in the submitter's task (task work), or for a
+ * polled command in its own ring's poll (@own_poll).
+ */
+static void vbblk_ucmd_complete(struct io_uring_cmd *ioucmd,
+				unsigned int issue_flags, bool own_poll)
 {
 	struct vbblk_ucmd *uc = vbblk_pdu(ioucmd)->ucmd;
 	int res = uc->result;
+
+#ifdef VBBLK_DEBUG
+	if (uc->polled && !own_poll)
+		atomic_inc(&vbblk_debug_uring_polled_foreign);
+#endif
 
 	if (uc->op == VBBLK_OP_GET_ID && res >= 0 &&
 	    copy_to_user(uc->id_buf, uc->id, VBBLK_ID_BYTES))
@@ -169,57 +187,13 @@ static void vbblk_ucmd_finish(struct io_uring_cmd *ioucmd,
 	vbblk_uring_cmd_done(ioucmd, res, issue_flags);
 }
 
+static void vbblk_ucmd_finish(struct io_uring_cmd *ioucmd,
+			      unsigned int issue_flags)
+{
+	vbblk_ucmd_complete(ioucmd, issue_flags, false);
+}
+
 VBBLK_URING_TW(vbblk_ucmd_tw, vbblk_ucmd_finish)
-
-/* A polled read's pages, dirtied where that may sleep. */
-static void vbblk_ucmd_release_work(struct work_struct *work)
-{
-	struct vbblk_ucmd *uc = container_of(work, struct vbblk_ucmd,
-					     release_work);
-	struct vbblk_uring *ur = uc->uvq->ur;
-
-	vbblk_ucmd_put(uc, true);
-	put_device(&ur->dev);
-}
-
-/* Are all of @uc's pages dirty already (so none needs the page lock)? */
-static bool vbblk_ucmd_pages_dirty(const struct vbblk_ucmd *uc)
-{
-	unsigned int i;
-
-	for (i = 0; i < uc->nr_pages; i++)
-		if (!PageDirty(uc->pages[i]))
-			return false;
-	return true;
-}
-
-/*
- * A polled command ends in whichever poller reaped it, which may be a block
- * device's poller inside an RCU read section: it must not sleep there. Its
- * completion is posted at once (io_uring's IOPOLL loop only marks it
- * done). A read's pages that still need dirtying are given back from a
- * workqueue, which holds the device (and so the commands) until then; a
- * buffer read into before is dirty already, and is given back here.
- */
-static void vbblk_ucmd_end_polled(struct vbblk_ucmd *uc, struct vbblk_uring *ur)
-{
-	struct io_uring_cmd *ioucmd = uc->ioucmd;
-	int res = uc->result;
-
-	/* Done last: it may drop the file that holds ur. */
-	if (uc->op == VBBLK_OP_READ && !vbblk_ucmd_pages_dirty(uc)) {
-		get_device(&ur->dev);
-		queue_work(system_wq, &uc->release_work);
-	} else {
-		/*
-		 * No lock to take. A page cleaned since is being written
-		 * back, which is what dirtying it was for (the same reasoning
-		 * as unpin_user_pages_dirty_lock()'s).
-		 */
-		vbblk_ucmd_put(uc, false);
-	}
-	vbblk_uring_cmd_done(ioucmd, res, 0);
-}
 
 /* The ring is done with it (interrupt, poller or abort; no lock held). */
 static void vbblk_ucmd_end(struct vbblk_iohdr *hdr)
@@ -235,10 +209,16 @@ static void vbblk_ucmd_end(struct vbblk_iohdr *hdr)
 	 * nothing of ur may be touched here.
 	 */
 	percpu_ref_put(&ur->ref);
-	if (uc->polled)
-		vbblk_ucmd_end_polled(uc, ur);
-	else
-		vbblk_uring_cmd_in_task(uc->ioucmd, vbblk_ucmd_tw);
+	if (uc->polled) {
+		/*
+		 * Whoever reaped it (another ring's poll, a block device
+		 * poller, a drain) may hold another ring's lock or none: its
+		 * own ring's poll ends it (vbblk_uring_iopoll()). Last.
+		 */
+		smp_store_release(&uc->done, true);
+		return;
+	}
+	vbblk_uring_cmd_in_task(uc->ioucmd, vbblk_ucmd_tw);
 }
 
 /* ---- the gate: freeze waits, remove fails ---- */
@@ -795,6 +775,7 @@ static int vbblk_uring_cmd(struct io_uring_cmd *ioucmd,
 	}
 	uc->ioucmd = ioucmd;
 	uc->polled = poll;
+	uc->done = false;
 	err = vbblk_ucmd_build(uc, ioucmd, &c, issue_flags, &data, &out);
 	if (err)
 		goto out_cmd;
@@ -821,7 +802,13 @@ out_put:
 	return err;
 }
 
-/* io_uring's IOPOLL loop: reap the poll queue the command went to. */
+/*
+ * io_uring's IOPOLL loop, under the ring's lock, for one of its commands:
+ * reap the poll queue it went to, and end it if it was reaped, here or by
+ * anyone else. Only here: ending it posts to its ring, whose lock that
+ * needs, and may sleep to dirty a read's pages (a process context). Once
+ * the gate is shut, the drain reaps for us.
+ */
 static int vbblk_uring_iopoll(struct io_uring_cmd *ioucmd,
 			      struct io_comp_batch *iob,
 			      unsigned int poll_flags)
@@ -866,7 +853,7 @@ static void vbblk_uring_free_pool(struct vbblk_uring *ur)
 /* The commands, allocated when the device is first opened. */
 static int vbblk_uring_alloc_pool(struct vbblk_uring *ur)
 {
-	unsigned int depth = ur->vblk->tag_set.queue_depth;
+	unsigned int depth = ur->depth;
 	unsigned int i, j;
 	int err = 0;
 

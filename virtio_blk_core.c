@@ -159,6 +159,8 @@ VBBLK_UINT_PARAM(batch_max_kb, vbblk_batch_max_kb, 1, 4096, 0444,
  * Debug builds only (make VBBLK_DEBUG=y), in debugfs, never a module
  * parameter: skip_fua_flush breaks durability on purpose, so the
  * power-cut and flush tests can show they catch a missing flush.
+ * uring_polled_foreign counts polled passthrough commands ended outside
+ * their own ring's poll (vbblk_uring.c), which must never happen.
  */
 bool vbblk_debug_skip_fua_flush;
 static struct dentry *vbblk_debugfs;
@@ -168,6 +170,8 @@ static void vbblk_debugfs_init(void)
 	vbblk_debugfs = debugfs_create_dir(VBBLK_NAME, NULL);
 	debugfs_create_bool("skip_fua_flush", 0600, vbblk_debugfs,
 			    &vbblk_debug_skip_fua_flush);
+	debugfs_create_atomic_t("uring_polled_foreign", 0400, vbblk_debugfs,
+				&vbblk_debug_uring_polled_foreign);
 }
 
 static void vbblk_debugfs_exit(void)
