@@ -245,14 +245,25 @@ static void vbblk_uring_ref_release(struct percpu_ref *ref)
 	wake_up_all(&ur->gate_wait);
 }
 
-/* Stop new commands and wait for those on the rings. */
+/*
+ * Stop new commands and wait for those on the rings. Polled ones raise no
+ * interrupt and their owners may never poll again (frozen tasks, a ring
+ * refused by the dead gate): reap the poll queues here meanwhile.
+ */
 static void vbblk_uring_drain(struct vbblk_uring *ur)
 {
+	struct vbblk *vblk = ur->vblk;
+	unsigned int i;
+
 	if (!ur->killed) {
 		ur->killed = true;
 		percpu_ref_kill(&ur->ref);
 	}
-	wait_event(ur->gate_wait, percpu_ref_is_zero(&ur->ref));
+	while (!wait_event_timeout(ur->gate_wait, percpu_ref_is_zero(&ur->ref),
+				   msecs_to_jiffies(10)))
+		for (i = vblk->num_vqs - vblk->num_poll_vqs; i < vblk->num_vqs;
+		     i++)
+			vbblk_vq_poll(&vblk->vqs[i]);
 }
 
 /* ---- plugs: one notify per virtqueue per submission batch ---- */
