@@ -651,6 +651,8 @@ static int vbblk_ucmd_build(struct vbblk_ucmd *uc, struct io_uring_cmd *ioucmd,
 		if (!access_ok(uc->id_buf, VBBLK_ID_BYTES))
 			return -EFAULT;
 		uc->bytes = VBBLK_ID_BYTES;
+		/* The device writes the serial and its NUL only. */
+		memset(uc->id, 0, sizeof(uc->id));
 		vbblk_sg_one(uc->inline_sg, uc->id, sizeof(uc->id));
 		*data = uc->inline_sg;
 		vbblk_iohdr_init(vblk, &uc->hdr, VIRTIO_BLK_T_GET_ID, 0);
