@@ -698,12 +698,13 @@ static int vbblk_ucmd_queue(struct vbblk_ucmd *uc, struct scatterlist *data,
 {
 	struct vbblk_uring_vq *uvq = uc->uvq;
 	struct vbblk_vq *vq = &uvq->ur->vblk->vqs[uvq->index];
-	bool plugged = vbblk_uring_plug_note(uvq->ur, uvq->index);
 	unsigned long flags;
-	bool notify = false;
+	bool notify = false, plugged;
 	int err, room;
 
 	for (;;) {
+		/* After any sleep below: sleeping flushes the plug. */
+		plugged = vbblk_uring_plug_note(uvq->ur, uvq->index);
 		room = atomic_read(&uvq->room);
 		spin_lock_irqsave(&vq->lock, flags);
 		err = vbblk_vq_add(vq, &uc->hdr, data, out);
