@@ -386,7 +386,7 @@ static int vbblk_uring_check_bytes(struct vbblk *vblk, u64 sector,
 	struct request_queue *q = vblk->disk->queue;
 	int err;
 
-	if (!bytes || bytes > (queue_max_hw_sectors(q) << SECTOR_SHIFT))
+	if (!bytes || bytes > ((size_t)queue_max_hw_sectors(q) << SECTOR_SHIFT))
 		return -EINVAL;
 	err = vbblk_uring_check_range(vblk, sector, bytes >> SECTOR_SHIFT);
 	if (!err && bytes & (queue_logical_block_size(q) - 1))
@@ -965,6 +965,7 @@ int vbblk_uring_add(struct vbblk *vblk)
 		kfree(ur);
 		return -ENOMEM;
 	}
+	ur->disk_dev = get_device(disk_to_dev(vblk->disk));
 	init_waitqueue_head(&ur->gate_wait);
 	mutex_init(&ur->pool_lock);
 	device_initialize(&ur->dev);

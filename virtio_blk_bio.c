@@ -381,12 +381,17 @@ static void vbblk_bio_submit_range(struct vbblk *vblk, struct bio *bio)
 	u32 type;
 
 	type = vbblk_op_type(bio_op(bio));
-	/* Not always split for us by 6.1: see vbblk_build_limits(). */
+	/*
+	 * Not always split for us by 6.1: see vbblk_build_limits(). Pieces
+	 * stay whole logical blocks, whatever the device's limit.
+	 */
 	if (type == VIRTIO_BLK_T_SECURE_ERASE &&
 	    bio_sectors(bio) > q->limits.max_secure_erase_sectors) {
+		unsigned int lbs = queue_logical_block_size(q) >> SECTOR_SHIFT;
 		struct bio *split;
 
-		split = bio_split(bio, q->limits.max_secure_erase_sectors,
+		split = bio_split(bio, max(round_down(q->limits.max_secure_erase_sectors,
+						      lbs), lbs),
 				  GFP_NOIO, &vblk->disk->bio_split);
 		bio_chain(split, bio);
 		submit_bio_noacct(bio);
