@@ -184,7 +184,7 @@ static void vbblk_vq_take_room(struct vbblk_vq *vq,
 
 /*
  * Take every used buffer off the ring, oldest first, with the room
- * requests. An interrupt-driven queue's callbacks are re-enabled before
+ * requests if any was taken. An interrupt-driven queue's callbacks are re-enabled before
  * returning, and the loop re-checks for buffers that raced with
  * re-enabling, so no completion is left without an interrupt. A poll
  * queue (@polled) keeps its callbacks off: one pass.
@@ -197,7 +197,6 @@ static struct vbblk_iohdr *vbblk_vq_reap(struct vbblk_vq *vq, bool polled,
 	unsigned int len;
 
 	spin_lock_irqsave(&vq->lock, flags);
-	vbblk_vq_take_room(vq, room);
 	for (;;) {
 		if (!polled)
 			virtqueue_disable_cb(vq->vq);
@@ -212,6 +211,14 @@ static struct vbblk_iohdr *vbblk_vq_reap(struct vbblk_vq *vq, bool polled,
 			break;
 	}
 	*tail = NULL;
+	/*
+	 * Only a reap that freed room wakes those waiting for it: a poller
+	 * spinning on an idle ring would wake them on every empty pass.
+	 */
+	if (head)
+		vbblk_vq_take_room(vq, room);
+	else
+		memset(room, 0, sizeof(vbblk_vq_fn) * VBBLK_ROOM_WAITERS);
 	spin_unlock_irqrestore(&vq->lock, flags);
 
 	return head;
