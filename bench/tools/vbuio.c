@@ -23,9 +23,10 @@
  *               bench/report.py reads: I/Os, IOPS, bandwidth, p50/p99)
  *   vbuio cmd PATH key=value...   one passthrough command, print "res=N"
  *     (PATH fd:N uses the inherited descriptor N)
- *     (and "id=..." for GET_ID); keys: op (read write flush discard
+ *     (and "id=..." and "idhex=" (all 20 bytes) for GET_ID); keys: op (read write flush discard
  *     wzeroes getid, or a number), sector, len, nr, flags, ioprio, rsvd,
- *     cmdop, fixed=1, vec=1, sqe64=1 (a ring without SQE128), and
+ *     cmdop, fixed=1, vec=1, sqe64=1 (a ring without SQE128), cpu=N (run
+ *     there), and
  *     addr=buf|null|bad|unaligned|ro|hole (ro: a read-only mapping;
  *     hole: only the buffer's first page is mapped)
  *
@@ -255,6 +256,7 @@ static int run_load(void)
 	struct io_uring_params p = { 0 };
 	unsigned int *free_slots, nfree, inflight = 0, i;
 	uint64_t issued = 0, done = 0, errors = 0, bad = 0, next = 0, rs;
+	uint64_t eio = 0, enodev = 0;
 	struct io_uring ring;
 	struct slot *slots;
 	struct iovec *regs;
@@ -360,6 +362,8 @@ static int run_load(void)
 
 			lat_hist[us < LAT_MAX ? (unsigned int)us : LAT_MAX]++;
 			if (cqe->res != (int)o.bs) {
+				eio += cqe->res == -EIO;
+				enodev += cqe->res == -ENODEV;
 				if (!errors++)
 					fprintf(stderr, "vbuio: I/O at %" PRIu64 ": res %d (%s)\n",
 						s->off, cqe->res,
@@ -382,10 +386,12 @@ static int run_load(void)
 	}
 	t1 = now();
 	printf("vbuio: %s %s %s bs=%u qd=%u sbatch=%u cbatch=%u%s%s%s ios=%" PRIu64
-	       " seconds=%.2f iops=%.0f errors=%" PRIu64 " mismatches=%" PRIu64 "\n",
+	       " seconds=%.2f iops=%.0f errors=%" PRIu64 " mismatches=%" PRIu64
+	       " eio=%" PRIu64 " enodev=%" PRIu64 "\n",
 	       o.path, o.pt ? "passthrough" : "block", o.mode, o.bs, o.qd, o.sbatch,
 	       o.cbatch, o.fixed ? " fixed" : "", o.vec ? " vec" : "",
-	       o.poll ? " polled" : "", done, t1 - t0, done / (t1 - t0), errors, bad);
+	       o.poll ? " polled" : "", done, t1 - t0, done / (t1 - t0), errors, bad,
+	       eio, enodev);
 	if (o.json)
 		write_json(wr, done, t1 - t0, ctx_switches() - ctx0);
 	io_uring_queue_exit(&ring);
@@ -446,6 +452,14 @@ static int run_cmd(int argc, char **argv)
 	c.ioprio = kvnum(argc, argv, "ioprio", 0);
 	c.rsvd[1] = kvnum(argc, argv, "rsvd", 0);
 
+	if (kv(argc, argv, "cpu")) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(kvnum(argc, argv, "cpu", 0), &set);
+		if (sched_setaffinity(0, sizeof(set), &set))
+			die("sched_setaffinity", errno);
+	}
 	if (!strncmp(argv[0], "fd:", 3))
 		fd = atoi(argv[0] + 3);		/* inherited, e.g. held across unbind */
 	else
@@ -513,8 +527,12 @@ static int run_cmd(int argc, char **argv)
 	if (ret)
 		die("io_uring_peek_cqe", -ret);
 	printf("res=%d\n", cqe->res);
-	if (c.opcode == VBBLK_OP_GET_ID && cqe->res > 0)
-		printf("id=%.*s\n", VBBLK_ID_BYTES, buf);
+	if (c.opcode == VBBLK_OP_GET_ID && cqe->res > 0) {
+		printf("id=%.*s\nidhex=", VBBLK_ID_BYTES, buf);
+		for (i = 0; i < VBBLK_ID_BYTES; i++)
+			printf("%02x", (unsigned char)buf[i]);
+		printf("\n");
+	}
 	if (c.opcode == VBBLK_OP_READ && cqe->res > 0)
 		printf("pattern=%s\n",
 		       mismatch(buf, c.sector * 512, cqe->res) < 0 ? "yes" : "no");
