@@ -61,3 +61,17 @@ def _uring(side='main'):
             Disk('uringro', '8M', serial='URING-RO', read_only=True, prefill=random_fill),
             Disk('uring3', '32M', serial='URING-3', props={'queue-size': 16}),
             Disk('uring4', '32M', serial='URING-4')]
+
+
+@test('uring_life', timeout=600, vbblk_only=True, leaks=True)
+def _uring_life():
+    """passthrough lifetime and memory safety: GET_ID after a DISCARD on the same CPU leaks
+    no range bytes; two IOPOLL rings on one poll queue, and one beside fio hipri on the
+    block device, each reaping the other's commands (KASAN-clean on the debug kernel); a
+    read-write descriptor held across unbind gets ENODEV for every command; unbind under
+    an IOPOLL load at QD 32 neither waits for remove_timeout nor fails completed I/O with
+    EIO; rmmod right after polled reads"""
+    return [Disk('life1', '64M', serial='LIFE-1',
+                 props={'num-queues': 2, 'discard': 'on', 'write-zeroes': 'on'}),
+            Disk('life2', '64M', serial='LIFE-2',
+                 props={'num-queues': 2, 'discard': 'on', 'write-zeroes': 'on'})]
