@@ -94,8 +94,10 @@ def _coexist():
 
 @test('pm_freeze', timeout=300)
 def _pm_freeze():
-    """suspend with pm_test=devices (driver freeze/restore) during verified writes"""
-    return [Disk('pm', '64M', serial='PM-1')]
+    """suspend with pm_test=devices (driver freeze/restore) during verified writes, block
+    and (vbblk) passthrough, interrupt-driven and IOPOLL"""
+    # two queues: one of them polled (poll_queues=1)
+    return [Disk('pm', '64M', serial='PM-1', props={'num-queues': 2})]
 
 
 @test('partstat', timeout=180, modes=ALL_PATHS)

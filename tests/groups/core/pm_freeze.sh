@@ -2,10 +2,12 @@
 # (drain, reset, free the virtqueues) and restore (new virtqueues, resume)
 # while verified writes stream; the I/O resumes and verifies, and a second
 # cycle on an idle disk works too. Under vbblk the same across passthrough
-# (io_uring) writes to /dev/vbblk/<disk>.
+# (io_uring) writes to /dev/vbblk/<disk>, and across polled (IOPOLL) ones:
+# their task is frozen before the driver's freeze, which must reap the poll
+# queue itself to drain them.
 . /tests/lib.sh
 [ -w /sys/power/pm_test ] || fail "kernel has no /sys/power/pm_test (CONFIG_PM_DEBUG)"
-drv_load
+drv_load poll_queues=1
 d=$(disk_by_serial PM-1)
 # 9pnet_virtio has no freeze/restore: its device is dead after a resume, so
 # let go of the host share first (the verdict still reaches the console)
@@ -41,6 +43,15 @@ if [ "$DRIVER" = vbblk ]; then
 	suspend_cycle
 	log "suspend/resume cycle during passthrough writes done"
 	wait $pid || { cat /tmp/pt.out; fail "passthrough writes failed across suspend/resume"; }
+	cat /tmp/pt.out
+	must vbuio -m check -q 8 -b 65536 -z 16777216 -x 41 /dev/$d
+	vbuio -m randwrite -p -q 32 -t 8 -z 16777216 -x 41 /dev/vbblk/$d \
+		> /tmp/pt.out 2>&1 &
+	pid=$!
+	sleep 2
+	suspend_cycle
+	log "suspend/resume cycle during polled passthrough writes done"
+	wait $pid || { cat /tmp/pt.out; fail "polled passthrough writes failed across suspend/resume"; }
 	cat /tmp/pt.out
 	must vbuio -m check -q 8 -b 65536 -z 16777216 -x 41 /dev/$d
 fi
