@@ -834,13 +834,18 @@ static int vbblk_uring_iopoll(struct io_uring_cmd *ioucmd,
 
 	if (!pdu->polled)
 		return 0;
-	/* The disk's memory is ours to touch (we hold it), not its rings. */
+	/*
+	 * Acquire pairs with vbblk_ucmd_end()'s release: a done command's
+	 * result is set. The disk's memory is ours to touch (we hold it), its
+	 * rings only past the gate.
+	 */
 	if (smp_load_acquire(&uc->done)) {
 		vbblk_stat_inc(ur->vblk, VBBLK_STAT_URING_POLLED_ELSEWHERE);
 	} else if (percpu_ref_tryget_live(&ur->ref)) {
 		n = vbblk_vq_poll(&ur->vblk->vqs[pdu->vq]);
 		percpu_ref_put(&ur->ref);
 	}
+	/* As above: reaped by us or by anyone meanwhile. */
 	if (!smp_load_acquire(&uc->done))
 		return n;
 	vbblk_ucmd_complete(ioucmd, 0, true);
