@@ -101,7 +101,8 @@ def _pm_freeze():
 @test('partstat', timeout=180, modes=ALL_PATHS)
 def _partstat():
     """I/O on a partition moves that partition's /sys/block/vdX/vdXN/stat (requests and
-    sectors, exactly) and the whole disk's, and no other partition's"""
+    sectors, exactly) and the whole disk's, and no other partition's; fsyncs and O_DSYNC
+    writes move the flush fields by exactly the device's FLUSHes (bio mode: the partition's too)"""
     return [Disk('part', '96M', serial='PART-1')]
 
 
