@@ -131,6 +131,12 @@ static void vbblk_flush_stage(struct vbblk_bio_cmd *cmd, bool plugged)
 
 	spin_lock_irqsave(&fl->lock, flags);
 	lead = !fl->running;
+	/*
+	 * Traced before a follower is on fl->waiting: from there a FLUSH that
+	 * completes on another CPU may end it, and its command be reused.
+	 */
+	trace_vbblk_flush_stage(vblk, cmd, cmd->stage == VBBLK_STAGE_POSTFLUSH,
+				lead);
 	if (lead) {
 		fl->running = cmd;
 		fl->started = ktime_get_ns();
@@ -138,8 +144,6 @@ static void vbblk_flush_stage(struct vbblk_bio_cmd *cmd, bool plugged)
 		list_add_tail(&cmd->flush_node, &fl->waiting);
 	}
 	spin_unlock_irqrestore(&fl->lock, flags);
-	trace_vbblk_flush_stage(vblk, cmd, cmd->stage == VBBLK_STAGE_POSTFLUSH,
-				lead);
 	if (lead) {
 		vbblk_iohdr_init(vblk, &cmd->hdr, VIRTIO_BLK_T_FLUSH, 0);
 		vbblk_bio_cmd_dispatch(cmd, plugged);
