@@ -121,7 +121,8 @@ def _unplug():
 @test('trace', timeout=240, vbblk_only=True)
 def _trace():
     """each of vbblk's tracepoints fires where its step runs: bio_queue, batch_hold,
-    batch_release (reason plug, several bios), flush_stage (leads a FLUSH), cmd_queue,
+    batch_release (reason plug, several bios), flush_stage (leads a FLUSH; one per PREFLUSH
+    bio and FUA write, with its fields, under 8 concurrent flush loops), cmd_queue,
     notify, cmd_complete (a failed read, status 1) and retry (a batch over a blkdebug bad
     sector); request mode fires no bio-path event; queued = completed = driver requests"""
     rules = '[inject-error]\nevent = "read_aio"\nerrno = "5"\niotype = "read"\nsector = "8200"\n'
