@@ -154,6 +154,7 @@ typedef bool (*vbblk_batch_fn)(struct vbblk_iohdr *hdr, void *batch);
 struct vbblk_flush {
 	spinlock_t lock;		/* taken from completion irqs */
 	struct vbblk_bio_cmd *running;
+	u64 started;			/* @running's, ns: flush statistics */
 	struct list_head covered;
 	struct list_head waiting;
 };
@@ -439,6 +440,7 @@ void vbblk_bio_cmd_add_bio(struct vbblk_bio_cmd *cmd, struct bio *bio,
 			   unsigned int segs);
 void vbblk_bio_cmd_dispatch(struct vbblk_bio_cmd *cmd, bool plugged);
 void vbblk_bio_cmd_end_acct(struct vbblk_bio_cmd *cmd);
+void vbblk_bio_cmd_acct_flush(struct vbblk_bio_cmd *cmd, u64 started);
 void vbblk_bio_cmd_free(struct vbblk_bio_cmd *cmd);
 void vbblk_bio_cmds_drain(struct vbblk *vblk);
 int vbblk_bio_cmds_init(struct vbblk *vblk, void (*end)(struct vbblk_iohdr *));

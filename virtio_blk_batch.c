@@ -206,16 +206,6 @@ static void vbblk_batch_send(struct vbblk *vblk, struct vbblk_bio_cmd *cmd,
 }
 
 /*
- * A command ended (its bios have). Pairs with the barrier in
- * vbblk_batch_reaped(), which runs after it on the same completion.
- */
-void vbblk_batch_cmd_done(struct vbblk_bio_cmd *cmd)
-{
-	if (cmd->batch)
-		atomic_dec(&cmd->batch->inflight);
-}
-
-/*
  * Keep a stream batch while this CPU has more batch commands in flight
  * than the batch has bios: the device stays busy with our I/O, and one of
  * our own completions is certain (with none in flight this is false, so
@@ -256,6 +246,29 @@ static void vbblk_batch_send_held(struct vbblk_bio_cmd *cmd,
 {
 	if (cmd)
 		vbblk_batch_dispatch(cmd, reason, plugged);
+}
+
+/*
+ * A command ended (its bios have): its CPU's count falls, and a stream
+ * batch held for that count may go now. A reap sends it afterwards
+ * (vbblk_batch_reaped()), but a command failed in dispatch (the device was
+ * given up on, a ring that can never take it) ends outside any reap, and
+ * nothing else would come: the hold is re-checked here, where the count
+ * drops. The barrier pairs with the one in vbblk_batch_hold(), as in
+ * vbblk_batch_reaped(): the holder sees the lower count, or we its command.
+ */
+void vbblk_batch_cmd_done(struct vbblk_bio_cmd *cmd)
+{
+	struct vbblk_batch *b = cmd->batch;
+
+	if (!b)
+		return;
+	atomic_dec(&b->inflight);
+	/* Pairs with vbblk_batch_hold(): the count falls, then we look. */
+	smp_mb__after_atomic();
+	if (READ_ONCE(b->cmd))
+		vbblk_batch_send_held(vbblk_batch_take(b, true),
+				      VBBLK_STAT_DISPATCH_COMPLETION, false);
 }
 
 /*

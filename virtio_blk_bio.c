@@ -131,13 +131,19 @@ static void vbblk_flush_stage(struct vbblk_bio_cmd *cmd, bool plugged)
 
 	spin_lock_irqsave(&fl->lock, flags);
 	lead = !fl->running;
-	if (lead)
-		fl->running = cmd;
-	else
-		list_add_tail(&cmd->flush_node, &fl->waiting);
-	spin_unlock_irqrestore(&fl->lock, flags);
+	/*
+	 * Traced before a follower is on fl->waiting: from there a FLUSH that
+	 * completes on another CPU may end it, and its command be reused.
+	 */
 	trace_vbblk_flush_stage(vblk, cmd, cmd->stage == VBBLK_STAGE_POSTFLUSH,
 				lead);
+	if (lead) {
+		fl->running = cmd;
+		fl->started = ktime_get_ns();
+	} else {
+		list_add_tail(&cmd->flush_node, &fl->waiting);
+	}
+	spin_unlock_irqrestore(&fl->lock, flags);
 	if (lead) {
 		vbblk_iohdr_init(vblk, &cmd->hdr, VIRTIO_BLK_T_FLUSH, 0);
 		vbblk_bio_cmd_dispatch(cmd, plugged);
@@ -154,17 +160,22 @@ static void vbblk_flush_done(struct vbblk_bio_cmd *lead, blk_status_t st)
 	struct vbblk_bio_cmd *cmd, *tmp, *next = NULL;
 	unsigned long flags;
 	LIST_HEAD(done);
+	u64 started;
 
 	spin_lock_irqsave(&fl->lock, flags);
 	list_splice_init(&fl->covered, &done);
+	started = fl->started;
 	if (!list_empty(&fl->waiting)) {
 		next = list_first_entry(&fl->waiting, struct vbblk_bio_cmd,
 					flush_node);
 		list_del(&next->flush_node);
 		list_splice_init(&fl->waiting, &fl->covered);
+		fl->started = ktime_get_ns();
 	}
 	fl->running = next;
 	spin_unlock_irqrestore(&fl->lock, flags);
+	/* One device FLUSH, however many stages it ends: counted once. */
+	vbblk_bio_cmd_acct_flush(lead, started);
 
 	if (next) {
 		vbblk_iohdr_init(vblk, &next->hdr, VIRTIO_BLK_T_FLUSH, 0);

@@ -15,6 +15,7 @@
  */
 #include <linux/blkdev.h>
 #include <linux/delay.h>
+#include <linux/part_stat.h>
 #include <linux/slab.h>
 #include <linux/virtio_config.h>
 #include <linux/virtio_ring.h>
@@ -107,6 +108,25 @@ void vbblk_bio_cmd_end_acct(struct vbblk_bio_cmd *cmd)
 	if (cmd->accounted)
 		vbblk_end_io_acct(cmd->bio->bi_bdev, bio_op(cmd->bio),
 				  cmd->acct_sectors, cmd->start_time);
+}
+
+/*
+ * A device FLUSH that @cmd led, sent at @started (ns), in the statistics
+ * as blk-mq counts its flush requests (blk_account_io_flush()); no
+ * accounting helper takes REQ_OP_FLUSH, which op_stat_group() would count
+ * as a read. Against @cmd's block device, as its data is: a partition's
+ * count moves its whole disk's too.
+ */
+void vbblk_bio_cmd_acct_flush(struct vbblk_bio_cmd *cmd, u64 started)
+{
+	struct block_device *bdev = cmd->bio->bi_bdev;
+
+	if (!blk_queue_io_stat(cmd->vq->vblk->disk->queue))
+		return;
+	part_stat_lock();
+	part_stat_inc(bdev, ios[STAT_FLUSH]);
+	part_stat_add(bdev, nsecs[STAT_FLUSH], ktime_get_ns() - started);
+	part_stat_unlock();
 }
 
 /*

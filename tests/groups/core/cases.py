@@ -103,7 +103,8 @@ def _pm_freeze():
 @test('partstat', timeout=180, modes=ALL_PATHS)
 def _partstat():
     """I/O on a partition moves that partition's /sys/block/vdX/vdXN/stat (requests and
-    sectors, exactly) and the whole disk's, and no other partition's"""
+    sectors, exactly) and the whole disk's, and no other partition's; fsyncs and O_DSYNC
+    writes move the flush fields by exactly the device's FLUSHes (bio mode: the partition's too)"""
     return [Disk('part', '96M', serial='PART-1')]
 
 
@@ -122,7 +123,8 @@ def _unplug():
 @test('trace', timeout=240, vbblk_only=True)
 def _trace():
     """each of vbblk's tracepoints fires where its step runs: bio_queue, batch_hold,
-    batch_release (reason plug, several bios), flush_stage (leads a FLUSH), cmd_queue,
+    batch_release (reason plug, several bios), flush_stage (leads a FLUSH; one per PREFLUSH
+    bio and FUA write, with its fields, under 8 concurrent flush loops), cmd_queue,
     notify, cmd_complete (a failed read, status 1) and retry (a batch over a blkdebug bad
     sector); request mode fires no bio-path event; queued = completed = driver requests"""
     rules = '[inject-error]\nevent = "read_aio"\nerrno = "5"\niotype = "read"\nsector = "8200"\n'

@@ -29,6 +29,14 @@ fio --name=w --filename=/dev/$d --rw=write --bs=4k --size=64k --direct=1 --ioeng
 must dd if=/dev/zero of=/dev/$d bs=4k count=4 conv=fsync 2>/dev/null
 fio --name=dsync --filename=/dev/$d --rw=write --bs=4k --size=16k --offset=256k --direct=1 \
 	--ioengine=psync --sync=dsync > /tmp/fio.out 2>&1 || { cat /tmp/fio.out; fail "O_DSYNC writes failed"; }
+# 8 concurrent flush loops (4 of fsync after each write, 4 of O_DSYNC
+# writes): flush stages that find a FLUSH running wait for the next, their
+# event fired as each one queues
+fio --name=fs --filename=/dev/$d --rw=write --bs=4k --size=64k --offset=1m --offset_increment=64k \
+	--numjobs=4 --direct=1 --ioengine=psync --fsync=1 --invalidate=0 \
+	--name=ds --filename=/dev/$d --rw=write --bs=4k --size=64k --offset=2m --offset_increment=64k \
+	--numjobs=4 --direct=1 --ioengine=psync --sync=dsync --invalidate=0 > /tmp/fio.out 2>&1 ||
+	{ cat /tmp/fio.out; fail "concurrent flush loops failed"; }
 # blkdebug fails reads of sector 8200: a batch over it is retried bio by bio
 fio --name=r --filename=/dev/$e --rw=read --bs=4k --offset=$(((4 << 20) - 28672)) --size=64k \
 	--direct=1 --ioengine=libaio --iodepth=16 --iodepth_batch_submit=16 \
@@ -77,6 +85,24 @@ if [ $mode = bio ]; then
 	grep -q " vbblk_flush_stage: .*leads a FLUSH" /tmp/trace.txt ||
 		fail "no flush stage led a FLUSH"
 	grep -q " vbblk_cmd_queue: .* FLUSH " /tmp/trace.txt || fail "no FLUSH queued"
+	# one preflush stage per PREFLUSH bio and one postflush stage per FUA
+	# write, each with its own bio's sector and size: an event that read
+	# a command another CPU had ended and reused would repeat another's
+	awk '/ vbblk_bio_queue: / && / preflush/ { print "preflush", $0 }
+		/ vbblk_bio_queue: / && / fua/ && $0 !~ / \+ 0/ {
+			for (i = 1; i < NF; i++) if ($(i + 1) == "+") print "postflush", $i, $(i + 2) * 512 }
+		/ vbblk_flush_stage: / {
+			for (i = 1; i < NF; i++) if ($i == "of") {
+				b = $(i + 2); sub(/^bytes=/, "", b); sub(/:$/, "", b)
+				if ($(i - 1) == "postflush") print "postflush", $(i + 1), b
+				else print "preflush-stage" } }' /tmp/trace.txt > /tmp/fl.txt
+	pre=$(grep -c "^preflush " /tmp/fl.txt || true)
+	expect_eq "preflush stages = PREFLUSH bios" "$(grep -c "^preflush-stage" /tmp/fl.txt || true)" "$pre"
+	grep "^postflush" /tmp/fl.txt | sort | uniq -c > /tmp/fl.sum
+	awk '$1 != 2 { bad = 1; print "unmatched:", $0 } END { exit bad }' /tmp/fl.sum ||
+		fail "postflush stages and FUA writes differ (sector, bytes)"
+	log "ok: $pre preflush and $(wc -l < /tmp/fl.sum) postflush stages match their bios;" \
+		"$(grep -c " vbblk_flush_stage: .*shares the next FLUSH" /tmp/trace.txt || true) shared a FLUSH"
 fi
 log "ok: the events' fields match the I/O that ran"
 drv_unload

@@ -11,5 +11,6 @@ def _vhost_user(side='vhost-user'):
     """vhost-user-blk daemon restarted while the guest is idle: reconnect, data intact, I/O
     goes on; daemon paused (SIGSTOP) for 15 s with a write queued while the driver is
     unbound: removal waits and the write succeeds once it goes on; daemon killed under
-    writes: device_del ends the stall with I/O errors (remove_timeout=10), no oops"""
+    random and sequential (held stream batches) writes: device_del ends the stall with
+    I/O errors (remove_timeout=10), no oops"""
     return [Disk('vu1', '64M', serial='VU-1', props={'num-queues': 2})]

@@ -10,8 +10,9 @@
 #  3. The daemon is killed (SIGKILL) under writes: I/O stalls. QMP
 #     device_del removes the disk: after remove_timeout (set to 10 s here)
 #     without a completion the driver resets the device and fails what it
-#     held, the writer ends with I/O errors, the disk goes away; no oops,
-#     no hang.
+#     held, the writers (random, and sequential with batches held for
+#     its stream) end with I/O errors, the disk goes away; no oops, no
+#     hang.
 . /tests/lib.sh
 drv_load
 d=$(disk_by_serial VU-1)
@@ -55,9 +56,14 @@ expect_eq "the slow write, after rebind" "$(dd if=/dev/$d bs=1M skip=40 count=1 
 log "killing the daemon under writes"
 [ "$DRIVER" = vbblk ] && echo 10 > /sys/module/vbblk/parameters/remove_timeout
 touch /tmp/.allow_io_errors
+# beside the random writer, a sequential one refilled one I/O at a time,
+# whose stream batches bio mode holds for its in-flight commands: those
+# held when the device is given up on must still go (and fail)
 fio --name=dying --filename=/dev/$d --allow_file_create=0 --rw=randwrite --bs=4k --size=32m \
 	--direct=1 --ioengine=libaio --iodepth=32 --time_based --runtime=300 \
-	> /tmp/fio-dying.out 2>&1 &
+	--name=dying-seq --filename=/dev/$d --allow_file_create=0 --rw=write --bs=4k --offset=32m \
+	--size=32m --direct=1 --ioengine=libaio --iodepth=32 --iodepth_batch_submit=1 \
+	--time_based --runtime=300 > /tmp/fio-dying.out 2>&1 &
 pid=$!
 sleep 3
 kill -0 $pid 2>/dev/null || { cat /tmp/fio-dying.out; fail "fio ended before the kill"; }
