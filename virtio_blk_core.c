@@ -303,7 +303,8 @@ static ssize_t cache_type_store(struct device *dev,
 		return i;
 
 	mutex_lock(&vblk->vdev_mutex);
-	if (!vblk->vdev) {
+	/* No rings (a failed restore): a dead disk, and no queue to FLUSH on. */
+	if (!vblk->vdev || vblk->rings_gone) {
 		mutex_unlock(&vblk->vdev_mutex);
 		return -ENODEV;
 	}
