@@ -307,7 +307,8 @@ static ssize_t cache_type_store(struct device *dev,
 		return i;
 
 	mutex_lock(&vblk->vdev_mutex);
-	if (!vblk->vdev) {
+	/* No rings (a failed restore): a dead disk, and no queue to FLUSH on. */
+	if (!vblk->vdev || vblk->rings_gone) {
 		mutex_unlock(&vblk->vdev_mutex);
 		return -ENODEV;
 	}
@@ -919,7 +920,9 @@ static void vbblk_remove(struct virtio_device *vdev)
 	del_gendisk(vblk->disk);
 	if (vblk->mode == VBBLK_MODE_BIO) {
 		vbblk_batch_remove_disk(vblk);
-		vbblk_bio_drain(vblk);
+		/* Freeze drained it, and no bio got in since: no rings to kick. */
+		if (!vblk->rings_gone)
+			vbblk_bio_drain(vblk);
 		blk_mq_destroy_queue(vblk->rq_queue);
 	}
 	cancel_delayed_work_sync(&vblk->dead_work);
@@ -945,6 +948,9 @@ static int vbblk_freeze(struct virtio_device *vdev)
 {
 	struct vbblk *vblk = vdev->priv;
 
+	/* An earlier restore failed: no rings, a dead disk, nothing to stop. */
+	if (vblk->rings_gone)
+		return 0;
 	/* Drain and block new I/O, passthrough too, before the rings go. */
 	vbblk_uring_freeze(vblk);
 	vbblk_quiesce(vblk);
@@ -957,15 +963,40 @@ static int vbblk_freeze(struct virtio_device *vdev)
 	return 0;
 }
 
+/*
+ * Restore could not make the rings: the disk is dead until it is unbound.
+ * Frozen queues would hold what waits for them for ever, and unbind would
+ * then hang writing dirty pages back into them; so everything fails
+ * instead. The ring refuses commands (broken), bios fail before they reach
+ * the bio path (blk_mark_disk_dead()), the driver's requests are refused
+ * (vbblk_rq_alloc_drv()), the passthrough node goes, and the queues are
+ * unfrozen so that those waiting get their errors.
+ */
+static void vbblk_restore_failed(struct vbblk *vblk, int err)
+{
+	dev_err(&vblk->vdev->dev,
+		"%s: no virtqueues after resume (error %d): failing all I/O\n",
+		vblk->disk->disk_name, err);
+	WRITE_ONCE(vblk->broken, true);
+	blk_mark_disk_dead(vblk->disk);
+	vbblk_uring_remove(vblk);
+	if (vblk->mode == VBBLK_MODE_BIO)
+		vbblk_unfreeze_queue(vblk->rq_queue);
+	vbblk_unfreeze_queue(vblk->disk->queue);
+}
+
 static int vbblk_restore(struct virtio_device *vdev)
 {
 	struct vbblk *vblk = vdev->priv;
 	int err, tries;
 
+	/* Dead since an earlier restore failed: GD_DEAD cannot be undone. */
+	if (READ_ONCE(vblk->broken))
+		return -ENODEV;
 	/*
 	 * An allocation may fail for a moment, and there is no later chance:
-	 * retry. If the rings still cannot be made, I/O stays frozen (it waits,
-	 * nothing is lost) until the disk is unbound, which then fails it.
+	 * retry. If the rings still cannot be made, the disk fails all I/O
+	 * until it is unbound.
 	 */
 	for (tries = 0; tries < 3; tries++) {
 		err = vbblk_init_vqs(vblk, vblk->num_vqs, vblk->num_poll_vqs);
@@ -973,8 +1004,10 @@ static int vbblk_restore(struct virtio_device *vdev)
 			break;
 		msleep(100);
 	}
-	if (err)
+	if (err) {
+		vbblk_restore_failed(vblk, err);
 		return err;
+	}
 	vblk->rings_gone = false;
 	virtio_device_ready(vdev);
 	if (vblk->mode == VBBLK_MODE_BIO)

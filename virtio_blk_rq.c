@@ -295,10 +295,17 @@ static void vbblk_queue_rqs(vbblk_rq_list_t *list)
 	vbblk_rq_list_set(list, left.head, left.last);
 }
 
-/* blk-mq ends a dispatch early (error or budget): send what is queued. */
+/*
+ * blk-mq ends a dispatch early (error or budget): send what is queued.
+ * Nothing is when the ring refuses all (broken), and after a failed
+ * restore the virtqueue is gone.
+ */
 static void vbblk_commit_rqs(struct blk_mq_hw_ctx *hctx)
 {
-	vbblk_vq_kick(vbblk_hctx_vq(hctx));
+	struct vbblk *vblk = hctx->queue->queuedata;
+
+	if (likely(!READ_ONCE(vblk->broken)))
+		vbblk_vq_kick(vbblk_hctx_vq(hctx));
 }
 
 /* A merged read or write may carry bios of several submitters. */
@@ -423,6 +430,11 @@ static bool vbblk_rq_batch_add(struct vbblk_iohdr *hdr, void *batch)
 
 static int vbblk_poll(struct blk_mq_hw_ctx *hctx, struct io_comp_batch *iob)
 {
+	struct vbblk *vblk = hctx->queue->queuedata;
+
+	/* Given up on, the ring ended everything itself (or is gone). */
+	if (unlikely(READ_ONCE(vblk->broken)))
+		return 0;
 	return vbblk_vq_poll_batch(vbblk_hctx_vq(hctx),
 				   iob ? vbblk_rq_batch_add : NULL, iob);
 }
@@ -465,6 +477,12 @@ struct request *vbblk_rq_alloc_drv(struct vbblk *vblk, bool data_out,
 	struct request *req;
 	struct vbblk_cmd *cmd;
 
+	/*
+	 * A device given up on takes nothing; after a failed restore a dead
+	 * request-mode disk's queue would hold the allocation until unbind.
+	 */
+	if (unlikely(READ_ONCE(vblk->broken)))
+		return ERR_PTR(-ENODEV);
 	req = blk_mq_alloc_request(vblk->rq_queue,
 				   data_out ? REQ_OP_DRV_OUT : REQ_OP_DRV_IN, 0);
 	if (IS_ERR(req))

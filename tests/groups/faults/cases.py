@@ -39,6 +39,16 @@ def _faultinject():
     return [Disk('fi', '64M', serial='FI-1', props={'num-queues': 2, 'discard': 'on'})]
 
 
+@test('restore_fail', leaks=True, timeout=420, vbblk_only=True, kmod=('vbfault',))
+def _restore_fail():
+    """a resume whose restore cannot make the virtqueues (tests/kmod/vbfault.ko drv_fail
+    fails every allocation of vbblk's for the suspend): cache_type write back -> write
+    through, O_DIRECT and fsync'ed I/O, GET_ID, SG_IO and a passthrough command each fail
+    within 60 s; a second suspend is harmless; unbind (with dirty pages) and rmmod complete;
+    reloaded, the driver binds the device again and the data reads back. SKIP from 6.10"""
+    return [Disk('rf', '64M', serial='RF-1', props={'num-queues': 2, 'config-wce': 'on'})]
+
+
 @test('frag_probe', timeout=240, kmod=('vbfault',))
 def _frag_probe():
     """probe with queue_depth=1024 on 1024-entry virtqueues while tests/kmod/vbfault.ko
