@@ -24,6 +24,8 @@
 #   debian   the packages it came from    config.diff  olddefconfig's changes
 #   sparse   the suite's sparse, built where the machine's is too old for the tree
 #   key      the inputs; nothing is fetched or rebuilt while they match
+# and $VBBLK_KERNEL_CACHE/linux-source-SERIES.tar.xz, the source as Debian
+# ships it: scripts/build-kernel.sh NAME-SERIES (e.g. debug-7.2) builds it.
 # Offline, a cached kernel is used as it is.
 set -euo pipefail
 
@@ -36,7 +38,13 @@ SERIES=${1:-}
 [[ $SERIES =~ ^[0-9]+\.[0-9]+$ ]] || die "usage: $0 SERIES (e.g. 7.2)"
 dir=$CACHE/$SERIES
 apt=$CACHE/apt-$SUITE
+srctar=$CACHE/linux-source-$SERIES.tar.xz
 t0=$SECONDS
+# One at a time per suite: a full tests/run fetches for the debug kernel's
+# build and the `kernels` test at once, into the same lists and cache.
+mkdir -p "$CACHE"
+exec 9>"$apt.lock"
+flock 9
 
 # The archive the machine already uses for Debian itself (deb822 or
 # one-line sources), with the suite replaced.
@@ -99,7 +107,8 @@ sv=$(pkgver "linux-source-$SERIES") iv=$(pkgver "linux-modules-$rel")
 
 key=$( { echo "recipe $RECIPE"; printf '%s\n' "${vers[@]}"; gcc --version | head -n 1
 	sha256sum "$0" | cut -d' ' -f1; } | sha256sum | cut -d' ' -f1)
-if [ -f "$dir/key" ] && [ "$(cat "$dir/key")" = "$key" ] && [ -f "$dir/vmlinuz" ]; then
+if [ -f "$dir/key" ] && [ "$(cat "$dir/key")" = "$key" ] && [ -f "$dir/vmlinuz" ] &&
+	[ -f "$srctar" ]; then
 	echo "debian-kernel: $SERIES is up to date: $rel in $dir"
 	exit 0
 fi
@@ -170,6 +179,7 @@ make -s -C "$build" M="$t" CONFIG_MODULE_SIG_ALL= modules >"$t/build.log" 2>&1 |
 got=$(modinfo -F vermagic "$t/vmcheck.ko")
 [ "$got" = "$want" ] || die "vermagic of a module built here is '$got', the image's is '$want'"
 echo "debian-kernel: vermagic matches the image's: $got"
+mv "$root/usr/src/linux-source-$SERIES.tar.xz" "$srctar"
 rm -rf "$t" "$dir/debs" "$dir/root"
 
 # sparse: where the kernel wants a newer one than the machine's (its
