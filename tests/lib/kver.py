@@ -5,11 +5,13 @@ directories. Override with the KVER environment variable. others() lists the
 remaining usable kernels (the `kernels` test runs a subset on each).
 
 KERNEL=NAME picks a kernel built by scripts/build-kernel.sh NAME (debug,
-kcsan, guest), or KERNEL=7.2 Debian's own kernel of that series
-(scripts/debian-kernel.sh), instead: ensure_built() builds it (or finds it cached), and
+kcsan, guest; debug-7.2 for debug built from Debian's linux-source-7.2), or
+KERNEL=7.2 Debian's own kernel of that series (scripts/debian-kernel.sh),
+instead: ensure_built() builds it (or finds it cached), and
 vmlinuz/kdir/modroot of its release point into the cache. A named kernel
-runs slower than Debian's (KASAN, lockdep, KCSAN): its fragment's
-`# timeout-scale: N` line scales every test timeout (timeout_scale())."""
+runs slower than Debian's (KASAN, lockdep, KCSAN): its fragments'
+`# timeout-scale: N` line (the last one) scales every test timeout
+(timeout_scale())."""
 import functools
 import glob
 import os
@@ -109,17 +111,23 @@ def modroot(ver):
     return os.path.join(d, 'modroot') if d else '/'
 
 
+@functools.lru_cache(maxsize=None)
+def fragments(name):
+    """The fragments scripts/build-kernel.sh builds kernel name from, in
+    order ([] for a name it does not know)."""
+    r = subprocess.run([BUILD, '--fragments', name], capture_output=True, text=True)
+    return r.stdout.splitlines() if r.returncode == 0 else []
+
+
 def _fragment_words(d, key):
     """Values of the `# key: value` lines of a named kernel's fragments (the
     repository's: comments do not make the kernel rebuild)."""
     out = []
     if os.path.exists(os.path.join(d, 'debian')):
         return out      # Debian's own kernel (scripts/debian-kernel.sh): no fragments
-    kdir_ = os.path.join(REPO, 'scripts', 'kernel')
-    name = os.path.basename(d)
-    lines = open(os.path.join(kdir_, 'guest.config')).readlines()
-    if os.path.exists(os.path.join(kdir_, name + '.config')) and name != 'guest':
-        lines += open(os.path.join(kdir_, name + '.config')).readlines()
+    lines = []
+    for f in fragments(os.path.basename(d)):
+        lines += open(f).readlines()
     for line in lines:
         m = re.match(r'#\s*%s:\s*(.*\S)' % key, line)
         if m:
