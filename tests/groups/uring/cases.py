@@ -63,7 +63,10 @@ def _uring(side='main'):
             Disk('uring4', '32M', serial='URING-4')]
 
 
-@test('uring_life', timeout=600, vbblk_only=True, leaks=True)
+# slub_debug: on a production kernel a corrupted allocation cache or a
+# freed struct vbblk shows as an oops (Debian's 7.2 with the old code: a GPF
+# in kfree from io_free_alloc_caches after the two polled rings)
+@test('uring_life', timeout=600, vbblk_only=True, leaks=True, append='slub_debug=FZPU')
 def _uring_life():
     """passthrough lifetime and memory safety: GET_ID after a DISCARD on the same CPU leaks
     no range bytes; two IOPOLL rings on one poll queue, and one beside fio hipri on the
