@@ -31,10 +31,11 @@ _OURS_RE = re.compile(r'vbblk|vbfault|vbbiotest')
 # first line, what its block must all hold). With no frame of ours in the
 # block, such a report does not fail a test (the console keeps it).
 KNOWN_KERNEL = [
-    # 6.1's pciehp drops and retakes reset_lock inside pci_rescan_remove_lock
-    # on every hot-unplug (since f5eff5591b8f "PCI: pciehp: Fix AB-BA
-    # deadlock between reset_lock and device_lock"): the unplug tests' native
-    # PCIe hot-unplug on q35. Lockdep is off for the rest of that boot.
+    # pciehp drops and retakes reset_lock inside pci_rescan_remove_lock on
+    # every hot-unplug (since f5eff5591b8f "PCI: pciehp: Fix AB-BA deadlock
+    # between reset_lock and device_lock"; 6.1 and 7.2 alike): the unplug
+    # tests' native PCIe hot-unplug on q35. Lockdep is off for the rest of
+    # that boot.
     ('WARNING: possible circular locking dependency detected',
      ('&ctrl->reset_lock', 'pci_rescan_remove_lock', 'pciehp_unconfigure_device')),
 ]
