@@ -27,6 +27,15 @@ fail() { echo "[$VBTEST] FAIL: $*"; exit 1; }
 skip() { echo "[$VBTEST] SKIP: $*"; exit 77; }
 # run CMD...: run a command, fail the test with a message if it fails
 must() { "$@" || fail "command failed (rc=$?): $*"; }
+# cmd_res WANT PATH KEY=VALUE...: one passthrough command (vbuio cmd) must
+# complete with res=WANT
+cmd_res() {
+	_want=$1; shift
+	_out=$(vbuio cmd "$@") || fail "vbuio cmd $* failed: $_out"
+	_res=$(echo "$_out" | sed -n 's/^res=//p')
+	[ "$_res" = "$_want" ] || fail "vbuio cmd $*: res=$_res, expected $_want"
+	log "ok: $* -> $_res"
+}
 # mustfail CMD...: the command must fail
 mustfail() { if "$@"; then fail "command unexpectedly succeeded: $*"; fi; }
 

@@ -34,26 +34,23 @@ wait $pid || { cat /tmp/fio.out; fail "fio failed across suspend/resume"; }
 grep -q 'verify: bad' /tmp/fio.out && { cat /tmp/fio.out; fail "verify errors"; }
 # the io_uring passthrough node: its commands drain before the rings go,
 # new ones wait for the resume, none fails, the data verifies
+# pt_cycle WHAT VBUIO-OPTS...: a suspend cycle under passthrough writes
+pt_cycle() {
+	_what=$1; shift
+	vbuio -m randwrite -q 32 -t 8 -z 16777216 -x 41 "$@" /dev/vbblk/$d \
+		> /tmp/pt.out 2>&1 &
+	pid=$!
+	sleep 2
+	suspend_cycle
+	log "suspend/resume cycle during $_what writes done"
+	wait $pid || { cat /tmp/pt.out; fail "$_what writes failed across suspend/resume"; }
+	cat /tmp/pt.out
+	must vbuio -m check -q 8 -b 65536 -z 16777216 -x 41 /dev/$d
+}
 if [ "$DRIVER" = vbblk ]; then
 	must vbuio -m fill -q 32 -b 65536 -z 16777216 -x 41 /dev/vbblk/$d
-	vbuio -m randwrite -q 32 -s 8 -c 4 -t 8 -z 16777216 -x 41 /dev/vbblk/$d \
-		> /tmp/pt.out 2>&1 &
-	pid=$!
-	sleep 2
-	suspend_cycle
-	log "suspend/resume cycle during passthrough writes done"
-	wait $pid || { cat /tmp/pt.out; fail "passthrough writes failed across suspend/resume"; }
-	cat /tmp/pt.out
-	must vbuio -m check -q 8 -b 65536 -z 16777216 -x 41 /dev/$d
-	vbuio -m randwrite -p -q 32 -t 8 -z 16777216 -x 41 /dev/vbblk/$d \
-		> /tmp/pt.out 2>&1 &
-	pid=$!
-	sleep 2
-	suspend_cycle
-	log "suspend/resume cycle during polled passthrough writes done"
-	wait $pid || { cat /tmp/pt.out; fail "polled passthrough writes failed across suspend/resume"; }
-	cat /tmp/pt.out
-	must vbuio -m check -q 8 -b 65536 -z 16777216 -x 41 /dev/$d
+	pt_cycle passthrough -s 8 -c 4
+	pt_cycle "polled passthrough" -p
 fi
 suspend_cycle
 log "suspend/resume cycle on an idle disk done"

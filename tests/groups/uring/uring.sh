@@ -36,15 +36,6 @@ done
 log "nodes: $(ls /dev/vbblk | tr '\n' ' ')"
 stat0=$(cat /sys/block/$d2/vbblk/uring_cmds)
 
-# one command: res=N of vbuio cmd must be EXPECTED
-cmd_res() {
-	_want=$1; shift
-	_out=$(vbuio cmd "$@") || fail "vbuio cmd $* failed: $_out"
-	_res=$(echo "$_out" | sed -n 's/^res=//p')
-	[ "$_res" = "$_want" ] || fail "vbuio cmd $*: res=$_res, expected $_want"
-	log "ok: $* -> $_res"
-}
-
 expect_eq "GET_ID = serial" "$(vbuio cmd /dev/vbblk/$d1 op=getid len=20 | sed -n "s/^id=//p")" "$(cat /sys/block/$d1/serial)"
 
 # Data through one path, checked through the other. Areas (sectors) do not

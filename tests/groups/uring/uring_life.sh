@@ -19,14 +19,6 @@ d1=$(disk_by_serial LIFE-1)
 d2=$(disk_by_serial LIFE-2)
 secs=${VBURING_SECS:-20}
 
-cmd_res() {
-	_want=$1; shift
-	_out=$(vbuio cmd "$@") || fail "vbuio cmd $* failed: $_out"
-	_res=$(echo "$_out" | sed -n 's/^res=//p')
-	[ "$_res" = "$_want" ] || fail "vbuio cmd $*: res=$_res, expected $_want"
-	log "ok: $* -> $_res"
-}
-
 # GET_ID's buffer shares the command with DISCARD's range: a DISCARD of
 # 0x5a8 sectors, then GET_ID on the same CPU takes the same command back.
 cmd_res 0 /dev/vbblk/$d1 op=discard sector=0x12340 nr=0x5a8 cpu=0
