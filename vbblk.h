@@ -192,6 +192,9 @@ struct vbblk {
 	spinlock_t defer_lock;
 	struct bio_list deferred;
 	struct work_struct defer_work;
+	/* suspend: bios wait here while the rings are gone */
+	struct bio_list parked;
+	bool suspended;
 	struct vbblk_stats __percpu *stats;
 	atomic_t plug_refs;		/* plug callbacks that still use us */
 	struct hlist_node cpuhp_node;
@@ -496,6 +499,8 @@ int vbblk_poll_bio(struct bio *bio, struct io_comp_batch *iob,
 int vbblk_bio_init(struct vbblk *vblk);
 void vbblk_bio_exit(struct vbblk *vblk);
 void vbblk_bio_drain(struct vbblk *vblk);
+void vbblk_bio_suspend(struct vbblk *vblk);
+void vbblk_bio_resume(struct vbblk *vblk);
 
 /* io_uring passthrough: /dev/vbblk/<disk> (vbblk_uring.c) */
 int vbblk_uring_add(struct vbblk *vblk);

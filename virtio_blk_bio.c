@@ -470,6 +470,33 @@ static void vbblk_bio_defer_work(struct work_struct *work)
 		vbblk_bio_route(vblk, bio);
 }
 
+/*
+ * Suspended: park @bio until the rings are back, or fail it if they will
+ * not be. False if no longer suspended (checked under the lock resume
+ * takes, so nothing parks after the parked bios were sent).
+ */
+static noinline bool vbblk_bio_park(struct vbblk *vblk, struct bio *bio)
+{
+	unsigned long flags;
+	bool fail;
+
+	spin_lock_irqsave(&vblk->defer_lock, flags);
+	if (!vblk->suspended) {
+		spin_unlock_irqrestore(&vblk->defer_lock, flags);
+		return false;
+	}
+	fail = READ_ONCE(vblk->broken);
+	if (!fail) {
+		/* Sent later from a work item, which nobody polls for. */
+		bio_clear_polled(bio);
+		bio_list_add(&vblk->parked, bio);
+	}
+	spin_unlock_irqrestore(&vblk->defer_lock, flags);
+	if (fail)
+		bio_io_error(bio);
+	return true;
+}
+
 void vbblk_submit_bio(struct bio *bio)
 {
 	struct vbblk *vblk = bio->bi_bdev->bd_disk->private_data;
@@ -486,6 +513,8 @@ void vbblk_submit_bio(struct bio *bio)
 		bio_io_error(bio);
 		return;
 	}
+	if (unlikely(READ_ONCE(vblk->suspended)) && vbblk_bio_park(vblk, bio))
+		return;
 	vbblk_bio_route(vblk, bio);
 }
 
@@ -497,6 +526,8 @@ int vbblk_bio_init(struct vbblk *vblk)
 
 	spin_lock_init(&vblk->defer_lock);
 	bio_list_init(&vblk->deferred);
+	bio_list_init(&vblk->parked);
+	vblk->suspended = false;
 	INIT_WORK(&vblk->defer_work, vbblk_bio_defer_work);
 	spin_lock_init(&vblk->flush.lock);
 	vblk->flush.running = NULL;
@@ -537,4 +568,45 @@ void vbblk_bio_drain(struct vbblk *vblk)
 	vbblk_batch_flush_all(vblk, VBBLK_STAT_DISPATCH_DRAIN);
 	vbblk_bio_cmds_drain(vblk);
 	vbblk_batch_wait_plugs(vblk);
+}
+
+/*
+ * The rings are about to go (system suspend): new bios park from here on.
+ * The caller then freezes the queue, which waits out the submitters that
+ * looked before this (the freeze's RCU grace period orders the flag
+ * before any later look), and drains what they sent.
+ */
+void vbblk_bio_suspend(struct vbblk *vblk)
+{
+	spin_lock_irq(&vblk->defer_lock);
+	WRITE_ONCE(vblk->suspended, true);
+	spin_unlock_irq(&vblk->defer_lock);
+}
+
+/*
+ * The rings are back, or will never be (vblk->broken): parked bios go the
+ * bio path from the work item, or fail.
+ */
+void vbblk_bio_resume(struct vbblk *vblk)
+{
+	struct bio_list fail = BIO_EMPTY_LIST;
+	struct bio *bio;
+	bool send;
+
+	WRITE_ONCE(vblk->draining, false);
+	spin_lock_irq(&vblk->defer_lock);
+	if (READ_ONCE(vblk->broken)) {
+		/* Stays suspended: a late bio fails in vbblk_bio_park(). */
+		bio_list_merge(&fail, &vblk->parked);
+	} else {
+		WRITE_ONCE(vblk->suspended, false);
+		bio_list_merge(&vblk->deferred, &vblk->parked);
+	}
+	bio_list_init(&vblk->parked);
+	send = !bio_list_empty(&vblk->deferred);
+	spin_unlock_irq(&vblk->defer_lock);
+	while ((bio = bio_list_pop(&fail)))
+		bio_io_error(bio);
+	if (send)
+		queue_work(system_wq, &vblk->defer_work);
 }

@@ -276,21 +276,25 @@ static bool vbblk_fua(struct vbblk *vblk)
 }
 
 /*
- * No I/O in flight and none admitted until vbblk_unquiesce(); the
- * passthrough queue beside the bio path stays open.
+ * No I/O in flight and none admitted until vbblk_unquiesce(), in the same
+ * call; the passthrough queue beside the bio path stays open. Returns the
+ * task's memalloc flags: allocations meanwhile are NOIO, as reclaim must
+ * not write back into the frozen queue.
  */
-static void vbblk_quiesce(struct vbblk *vblk)
+static unsigned int vbblk_quiesce(struct vbblk *vblk)
 {
-	vbblk_freeze_queue(vblk->disk->queue);
+	unsigned int memflags = vbblk_freeze_queue_save(vblk->disk->queue);
+
 	if (vblk->mode == VBBLK_MODE_BIO)
 		vbblk_bio_drain(vblk);
+	return memflags;
 }
 
-static void vbblk_unquiesce(struct vbblk *vblk)
+static void vbblk_unquiesce(struct vbblk *vblk, unsigned int memflags)
 {
 	if (vblk->mode == VBBLK_MODE_BIO)
 		WRITE_ONCE(vblk->draining, false);
-	vbblk_unfreeze_queue(vblk->disk->queue);
+	vbblk_unfreeze_queue_restore(vblk->disk->queue, memflags);
 }
 
 static ssize_t cache_type_store(struct device *dev,
@@ -299,6 +303,7 @@ static ssize_t cache_type_store(struct device *dev,
 {
 	struct gendisk *disk = dev_to_disk(dev);
 	struct vbblk *vblk = disk->private_data;
+	unsigned int memflags = 0;
 	bool quiesce;
 	int i, err;
 
@@ -321,7 +326,7 @@ static ssize_t cache_type_store(struct device *dev,
 	quiesce = !i && vbblk_config_writeback(vblk->vdev);
 	err = 0;
 	if (quiesce) {
-		vbblk_quiesce(vblk);
+		memflags = vbblk_quiesce(vblk);
 		err = vbblk_flush_sync(&vblk->vqs[0]);
 	}
 	if (!err) {
@@ -333,7 +338,7 @@ static ssize_t cache_type_store(struct device *dev,
 					       vbblk_fua(vblk));
 	}
 	if (quiesce)
-		vbblk_unquiesce(vblk);
+		vbblk_unquiesce(vblk, memflags);
 	mutex_unlock(&vblk->vdev_mutex);
 	return err ? err : count;
 }
@@ -944,6 +949,21 @@ static void vbblk_remove(struct virtio_device *vdev)
 }
 
 #ifdef CONFIG_PM_SLEEP
+/*
+ * Suspend holds no queue frozen while the rings go: reset and vq teardown
+ * allocate and take the MSI mutex, and a frozen queue is a lock reclaim may
+ * wait on. Freezing only waits out what is in flight; then blk-mq holds
+ * requests at dispatch (quiesced, as upstream virtio_blk does) and new
+ * bios park (vbblk_bio_suspend()) until restore.
+ */
+static void vbblk_stop_requests(struct request_queue *q)
+{
+	unsigned int memflags = vbblk_freeze_queue_save(q);
+
+	blk_mq_quiesce_queue_nowait(q);
+	vbblk_unfreeze_queue_restore(q, memflags);
+}
+
 static int vbblk_freeze(struct virtio_device *vdev)
 {
 	struct vbblk *vblk = vdev->priv;
@@ -953,9 +973,14 @@ static int vbblk_freeze(struct virtio_device *vdev)
 		return 0;
 	/* Drain and block new I/O, passthrough too, before the rings go. */
 	vbblk_uring_freeze(vblk);
-	vbblk_quiesce(vblk);
-	if (vblk->mode == VBBLK_MODE_BIO)
-		vbblk_freeze_queue(vblk->rq_queue);
+	if (vblk->mode == VBBLK_MODE_BIO) {
+		unsigned int memflags;
+
+		vbblk_bio_suspend(vblk);
+		memflags = vbblk_quiesce(vblk);
+		vbblk_unfreeze_queue_restore(vblk->disk->queue, memflags);
+	}
+	vbblk_stop_requests(vblk->rq_queue);
 	virtio_reset_device(vdev);
 	flush_work(&vblk->config_work);
 	vbblk_del_vqs(vblk);
@@ -965,12 +990,12 @@ static int vbblk_freeze(struct virtio_device *vdev)
 
 /*
  * Restore could not make the rings: the disk is dead until it is unbound.
- * Frozen queues would hold what waits for them for ever, and unbind would
- * then hang writing dirty pages back into them; so everything fails
- * instead. The ring refuses commands (broken), bios fail before they reach
- * the bio path (blk_mark_disk_dead()), the driver's requests are refused
- * (vbblk_rq_alloc_drv()), the passthrough node goes, and the queues are
- * unfrozen so that those waiting get their errors.
+ * Held I/O would wait for ever, and unbind would then hang writing dirty
+ * pages back into it; so everything fails instead. The ring refuses
+ * commands (broken), new bios fail before they reach the bio path
+ * (blk_mark_disk_dead()) and parked ones fail where they wait, the
+ * driver's requests are refused (vbblk_rq_alloc_drv()) once dispatched
+ * again, and the passthrough node goes.
  */
 static void vbblk_restore_failed(struct vbblk *vblk, int err)
 {
@@ -980,9 +1005,9 @@ static void vbblk_restore_failed(struct vbblk *vblk, int err)
 	WRITE_ONCE(vblk->broken, true);
 	blk_mark_disk_dead(vblk->disk);
 	vbblk_uring_remove(vblk);
+	blk_mq_unquiesce_queue(vblk->rq_queue);
 	if (vblk->mode == VBBLK_MODE_BIO)
-		vbblk_unfreeze_queue(vblk->rq_queue);
-	vbblk_unfreeze_queue(vblk->disk->queue);
+		vbblk_bio_resume(vblk);
 }
 
 static int vbblk_restore(struct virtio_device *vdev)
@@ -1010,9 +1035,9 @@ static int vbblk_restore(struct virtio_device *vdev)
 	}
 	vblk->rings_gone = false;
 	virtio_device_ready(vdev);
+	blk_mq_unquiesce_queue(vblk->rq_queue);
 	if (vblk->mode == VBBLK_MODE_BIO)
-		vbblk_unfreeze_queue(vblk->rq_queue);
-	vbblk_unquiesce(vblk);
+		vbblk_bio_resume(vblk);
 	vbblk_uring_restore(vblk);
 	return 0;
 }

@@ -187,29 +187,10 @@ static inline struct request_queue *vbblk_alloc_queue(struct blk_mq_tag_set *set
 }
 
 /*
- * A queue frozen in one call and thawed in another (suspend to resume,
- * write-cache switch): where freezing saves the task's memalloc flags,
- * the variants that do not, as there is no one task to restore them in.
+ * Frozen and thawed within one call: the memalloc flags go back. A freeze
+ * never outlives the call that made it (suspend included, see
+ * vbblk_freeze()), so there is no variant that keeps the task's flags.
  */
-static inline void vbblk_freeze_queue(struct request_queue *q)
-{
-#ifdef HAVE_BLK_MQ_FREEZE_QUEUE_NOMEMSAVE
-	blk_mq_freeze_queue_nomemsave(q);
-#else
-	blk_mq_freeze_queue(q);
-#endif
-}
-
-static inline void vbblk_unfreeze_queue(struct request_queue *q)
-{
-#ifdef HAVE_BLK_MQ_FREEZE_QUEUE_NOMEMSAVE
-	blk_mq_unfreeze_queue_nomemrestore(q);
-#else
-	blk_mq_unfreeze_queue(q);
-#endif
-}
-
-/* Frozen and thawed within one call: the memalloc flags go back. */
 static inline unsigned int vbblk_freeze_queue_save(struct request_queue *q)
 {
 #ifdef HAVE_BLK_MQ_FREEZE_QUEUE_MEMFLAGS
