@@ -113,6 +113,7 @@ enum vbblk_stat {
 	VBBLK_STAT_POLL_BATCHED,	/* polled requests ended in an io_comp_batch */
 	VBBLK_STAT_URING_CMDS,		/* io_uring passthrough commands sent */
 	VBBLK_STAT_URING_POLLED_ELSEWHERE, /* polled, reaped by another poller */
+	VBBLK_STAT_URING_DEFERRED,	/* passthrough queued from our worker */
 	VBBLK_NR_STATS,
 };
 

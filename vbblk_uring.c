@@ -56,6 +56,12 @@ struct vbblk_ucmd {
 	u8 op;				/* VBBLK_OP_* */
 	bool polled;			/* on a poll queue: its ring's poll ends it */
 	bool done;			/* polled: reaped, result set */
+	bool spare;			/* not from the pool: freed when put */
+	/* queued later (vbblk_ucmd_later()): what to put on the ring */
+	bool gated;			/* holds its submit reference */
+	bool out;
+	struct scatterlist *data;
+	struct work_struct later;
 	void __user *id_buf;		/* GET_ID: where the serial goes */
 	struct page **pages;
 	struct scatterlist *sg;
@@ -154,6 +160,10 @@ static void vbblk_ucmd_put(struct vbblk_ucmd *uc, bool dirty)
 	struct vbblk_uring_vq *uvq = uc->uvq;
 
 	vbblk_ucmd_unmap(uc, dirty);
+	if (uc->spare) {
+		kfree(uc);
+		return;
+	}
 	llist_add(&uc->free_node, &uvq->free);
 	if (wq_has_sleeper(&uvq->wait))
 		wake_up(&uvq->wait);
@@ -195,6 +205,21 @@ static void vbblk_ucmd_finish(struct io_uring_cmd *ioucmd,
 
 VBBLK_URING_TW(vbblk_ucmd_tw, vbblk_ucmd_finish)
 
+/* Its result is set: on to the context that may post it. */
+static void vbblk_ucmd_ended(struct vbblk_ucmd *uc)
+{
+	if (uc->polled) {
+		/*
+		 * Whoever reaped it (another ring's poll, a block device
+		 * poller, a drain) may hold another ring's lock or none: its
+		 * own ring's poll ends it (vbblk_uring_iopoll()). Last.
+		 */
+		smp_store_release(&uc->done, true);
+		return;
+	}
+	vbblk_uring_cmd_in_task(uc->ioucmd, vbblk_ucmd_tw);
+}
+
 /* The ring is done with it (interrupt, poller or abort; no lock held). */
 static void vbblk_ucmd_end(struct vbblk_iohdr *hdr)
 {
@@ -209,16 +234,7 @@ static void vbblk_ucmd_end(struct vbblk_iohdr *hdr)
 	 * nothing of ur may be touched here.
 	 */
 	percpu_ref_put(&ur->ref);
-	if (uc->polled) {
-		/*
-		 * Whoever reaped it (another ring's poll, a block device
-		 * poller, a drain) may hold another ring's lock or none: its
-		 * own ring's poll ends it (vbblk_uring_iopoll()). Last.
-		 */
-		smp_store_release(&uc->done, true);
-		return;
-	}
-	vbblk_uring_cmd_in_task(uc->ioucmd, vbblk_ucmd_tw);
+	vbblk_ucmd_ended(uc);
 }
 
 /* ---- the gate: freeze waits, remove fails ---- */
@@ -458,8 +474,7 @@ static inline bool vbblk_ucmd_set_sg(struct vbblk_ucmd *uc,
  * Take the data's pages into @uc's scatterlist, one entry per page, each
  * piece aligned as the disk's DMA alignment asks, within max_segments.
  */
-static int vbblk_ucmd_map(struct vbblk_ucmd *uc, struct iov_iter *iter,
-			  gfp_t gfp)
+static int vbblk_ucmd_map(struct vbblk_ucmd *uc, struct iov_iter *iter)
 {
 	struct vbblk *vblk = uc->uvq->ur->vblk;
 	unsigned int max = vbblk_ucmd_max_pages(vblk);
@@ -471,10 +486,11 @@ static int vbblk_ucmd_map(struct vbblk_ucmd *uc, struct iov_iter *iter,
 	if (!want || want > max)
 		return -EINVAL;
 	if (want > VBBLK_UCMD_INLINE) {
-		uc->pages = kmalloc_array(want, sizeof(*uc->pages), gfp);
-		uc->sg = kmalloc_array(want, sizeof(*uc->sg), gfp);
+		/* Even under IO_URING_F_NONBLOCK: see vbblk_ucmd_later(). */
+		uc->pages = kmalloc_array(want, sizeof(*uc->pages), GFP_KERNEL);
+		uc->sg = kmalloc_array(want, sizeof(*uc->sg), GFP_KERNEL);
 		if (!uc->pages || !uc->sg) {
-			err = gfp == GFP_NOWAIT ? -EAGAIN : -ENOMEM;
+			err = -ENOMEM;
 			goto out;
 		}
 	}
@@ -559,9 +575,7 @@ static noinline int vbblk_ucmd_import_map(struct vbblk_ucmd *uc,
 	uc->bytes = iov_iter_count(&iter);
 	err = vbblk_uring_check_bytes(vblk, c->sector, uc->bytes);
 	if (!err)
-		err = vbblk_ucmd_map(uc, &iter,
-				     issue_flags & IO_URING_F_NONBLOCK ?
-				     GFP_NOWAIT : GFP_KERNEL);
+		err = vbblk_ucmd_map(uc, &iter);
 	kfree(iov);
 	return err;
 }
@@ -734,6 +748,74 @@ static int vbblk_ucmd_queue(struct vbblk_ucmd *uc, struct scatterlist *data,
 	}
 }
 
+static struct workqueue_struct *vbblk_uring_wq;
+
+/*
+ * Never -EAGAIN once the SQE is read: io_uring would issue the command
+ * again from its worker, and some kernels (Debian's 6.12) then give us
+ * the SQE slot as user space has refilled it, so that another command's
+ * bytes go out twice and this one's never (a write lost, its completion a
+ * success). What may not wait in the submitter (IO_URING_F_NONBLOCK: a
+ * full ring, a frozen gate) waits here. The command is built and holds
+ * its pages: only the gate and the ring are left. @gated: it holds the
+ * submit reference already.
+ */
+static void vbblk_ucmd_later(struct work_struct *work)
+{
+	struct vbblk_ucmd *uc = container_of(work, struct vbblk_ucmd, later);
+	struct vbblk_uring *ur = uc->uvq->ur;
+	int err = 0;
+
+	if (!uc->gated)
+		err = vbblk_uring_enter(ur, false);
+	if (!err) {
+		percpu_ref_get(&ur->ref);	/* the command's own */
+		err = vbblk_ucmd_queue(uc, uc->data, uc->out, false);
+		if (err)
+			percpu_ref_put(&ur->ref);
+		percpu_ref_put(&ur->ref);
+	}
+	if (err) {
+		/* The device moved nothing. */
+		uc->result = err;
+		vbblk_ucmd_ended(uc);
+	}
+	put_device(&ur->dev);
+}
+
+static void vbblk_ucmd_defer(struct vbblk_ucmd *uc, struct scatterlist *data,
+			     bool out, bool gated)
+{
+	uc->data = data;
+	uc->out = out;
+	uc->gated = gated;
+	/* The file may go as soon as the command ends: ur must not. */
+	get_device(&uc->uvq->ur->dev);
+	vbblk_stat_inc(uc->uvq->ur->vblk, VBBLK_STAT_URING_DEFERRED);
+	queue_work(vbblk_uring_wq, &uc->later);
+}
+
+static void vbblk_ucmd_init(struct vbblk_ucmd *uc, struct vbblk_uring_vq *uvq)
+{
+	uc->uvq = uvq;
+	uc->hdr.end = vbblk_ucmd_end;
+	uc->pages = uc->inline_pages;
+	uc->sg = uc->inline_sg;
+	INIT_WORK(&uc->later, vbblk_ucmd_later);
+}
+
+/* The pool is empty and the submitter may not wait for it: one more. */
+static struct vbblk_ucmd *vbblk_ucmd_spare(struct vbblk_uring_vq *uvq)
+{
+	struct vbblk_ucmd *uc = kzalloc(sizeof(*uc), GFP_KERNEL);
+
+	if (!uc)
+		return NULL;
+	vbblk_ucmd_init(uc, uvq);
+	uc->spare = true;
+	return uc;
+}
+
 static int vbblk_uring_cmd(struct io_uring_cmd *ioucmd,
 			   unsigned int issue_flags)
 {
@@ -745,7 +827,7 @@ static int vbblk_uring_cmd(struct io_uring_cmd *ioucmd,
 	struct scatterlist *data;
 	struct vbblk_ucmd *uc;
 	struct vbblk *vblk;
-	bool out, poll;
+	bool out, poll, gated;
 	int err;
 
 	if (ioucmd->cmd_op != VBBLK_URING_CMD_IO)
@@ -759,7 +841,9 @@ static int vbblk_uring_cmd(struct io_uring_cmd *ioucmd,
 		return err;
 
 	err = vbblk_uring_enter(ur, nowait);
-	if (err)
+	/* Frozen, and we may not wait: built now, queued from the worker. */
+	gated = !err;
+	if (err && err != -EAGAIN)
 		return err;
 	vblk = ur->vblk;
 	if (vbblk_op_writes(c.opcode) &&
@@ -777,11 +861,15 @@ static int vbblk_uring_cmd(struct io_uring_cmd *ioucmd,
 	poll = (issue_flags & IO_URING_F_IOPOLL) && vblk->num_poll_vqs &&
 	       c.opcode != VBBLK_OP_GET_ID;
 	uvq = vbblk_uring_pick(ur, poll);
-	while (!(uc = vbblk_ucmd_get(uvq))) {
-		vbblk_stat_inc(vblk, VBBLK_STAT_RING_FULL_WAITS);
-		err = -EAGAIN;
-		if (nowait)
+	uc = vbblk_ucmd_get(uvq);
+	if (!uc && nowait) {
+		uc = vbblk_ucmd_spare(uvq);
+		err = -ENOMEM;
+		if (!uc)
 			goto out_put;
+	}
+	while (!uc && !(uc = vbblk_ucmd_get(uvq))) {
+		vbblk_stat_inc(vblk, VBBLK_STAT_RING_FULL_WAITS);
 		err = -EINTR;
 		if (wait_event_interruptible(uvq->wait,
 					     !llist_empty(&uvq->free)))
@@ -798,12 +886,22 @@ static int vbblk_uring_cmd(struct io_uring_cmd *ioucmd,
 	pdu->vq = uvq->index;
 	pdu->polled = poll;
 	vbblk_stat_inc(vblk, VBBLK_STAT_URING_CMDS);
+	if (!gated) {
+		vbblk_ucmd_defer(uc, data, out, false);
+		return -EIOCBQUEUED;
+	}
 	/*
 	 * The command's own reference, which vbblk_ucmd_end() drops; ours
 	 * keeps the rings until the notify, however soon it completes.
 	 */
 	percpu_ref_get(&ur->ref);
 	err = vbblk_ucmd_queue(uc, data, out, nowait);
+	if (err == -EAGAIN) {
+		/* A full ring: the worker takes our reference with it. */
+		percpu_ref_put(&ur->ref);
+		vbblk_ucmd_defer(uc, data, out, true);
+		return -EIOCBQUEUED;
+	}
 	percpu_ref_put(&ur->ref);
 	if (err)
 		goto out_cmd;
@@ -812,7 +910,8 @@ static int vbblk_uring_cmd(struct io_uring_cmd *ioucmd,
 out_cmd:
 	vbblk_ucmd_put(uc, false);	/* the device moved nothing */
 out_put:
-	percpu_ref_put(&ur->ref);
+	if (gated)
+		percpu_ref_put(&ur->ref);
 	return err;
 }
 
@@ -895,10 +994,7 @@ static int vbblk_uring_alloc_pool(struct vbblk_uring *ur)
 				err = -ENOMEM;
 				break;
 			}
-			uc->uvq = uvq;
-			uc->hdr.end = vbblk_ucmd_end;
-			uc->pages = uc->inline_pages;
-			uc->sg = uc->inline_sg;
+			vbblk_ucmd_init(uc, uvq);
 			uvq->cmds[j] = uc;
 			llist_add(&uc->free_node, &uvq->free);
 		}
@@ -1048,18 +1144,29 @@ int vbblk_uring_register(void)
 {
 	int err;
 
+	vbblk_uring_wq = alloc_workqueue("vbblk_uring", WQ_UNBOUND, 0);
+	if (!vbblk_uring_wq)
+		return -ENOMEM;
 	err = alloc_chrdev_region(&vbblk_uring_devt, 0, VBBLK_URING_MINORS,
 				  VBBLK_NAME "-uring");
 	if (err)
-		return err;
+		goto out_wq;
 	err = class_register(&vbblk_uring_class);
 	if (err)
-		unregister_chrdev_region(vbblk_uring_devt, VBBLK_URING_MINORS);
+		goto out_region;
+	return 0;
+
+out_region:
+	unregister_chrdev_region(vbblk_uring_devt, VBBLK_URING_MINORS);
+out_wq:
+	destroy_workqueue(vbblk_uring_wq);
 	return err;
 }
 
+/* After the last node went: deferred commands held their nodes. */
 void vbblk_uring_unregister(void)
 {
 	class_unregister(&vbblk_uring_class);
 	unregister_chrdev_region(vbblk_uring_devt, VBBLK_URING_MINORS);
+	destroy_workqueue(vbblk_uring_wq);
 }

@@ -50,8 +50,12 @@
  *            it held
  *   ENODEV   the disk is gone (unplugged or unbound): commands sent after
  *            that; those the device had completed keep their result
- *   EAGAIN   only inside io_uring, which then issues again from its worker
+ *   ENOMEM   no memory for the command's page tables, or for a command
+ *            beyond the node's pool under io_uring's non-blocking issue
  *   EINTR    a signal while waiting for a free command or ring room
+ * Never EAGAIN: a command that cannot go at once (a full ring, a suspend)
+ * waits in the driver, and its SQE slot is free again as soon as it was
+ * submitted.
  */
 #ifndef _UAPI_LINUX_VBBLK_H
 #define _UAPI_LINUX_VBBLK_H
