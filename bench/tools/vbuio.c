@@ -122,6 +122,29 @@ static long long mismatch(const void *buf, uint64_t off, unsigned int len)
 	return -1;
 }
 
+/*
+ * Which 4 KiB pieces of a mismatching read are wrong, and what they hold
+ * instead (zero: never written; delta: the pattern of another offset, in
+ * words, under this seed). The first 16 of a run.
+ */
+static void show_bad(const void *buf, uint64_t off, unsigned int len)
+{
+	static unsigned int shown;
+	const uint64_t *p = buf;
+	unsigned int k;
+
+	for (k = 0; k + 512 <= len / 8 && shown < 16; k += 512) {
+		uint64_t base = (off - o.start * 512) / 8 + k;
+
+		if (mismatch(p + k, base * 8, 4096) < 0)
+			continue;
+		shown++;
+		fprintf(stderr, "vbuio:   4k at byte %" PRIu64 ": first word %#" PRIx64
+			" (pattern delta %" PRId64 " words)\n", off + k * 8, p[k],
+			(int64_t)((p[k] ^ (o.seed * PATTERN_K)) - base));
+	}
+}
+
 /* The latency at or below which @pct percent of @n completions fell, ns. */
 static double lat_pct(uint64_t n, double pct)
 {
@@ -374,6 +397,8 @@ static int run_load(void)
 				if (w >= 0 && !bad++)
 					fprintf(stderr, "vbuio: mismatch at byte %" PRIu64 "\n",
 						s->off + (uint64_t)w * 8);
+				if (w >= 0)
+					show_bad(s->buf, s->off, o.bs);
 			}
 			free_slots[nfree++] = idx;
 			got++;

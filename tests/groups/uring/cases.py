@@ -78,3 +78,11 @@ def _uring_life():
                  props={'num-queues': 2, 'discard': 'on', 'write-zeroes': 'on'}),
             Disk('life2', '64M', serial='LIFE-2',
                  props={'num-queues': 2, 'discard': 'on', 'write-zeroes': 'on'})]
+
+
+@test('uring_fullring', timeout=420, vbblk_only=True)
+def _uring_fullring():
+    """passthrough writes on a full ring: 12 rounds of QD 128 writes on a 16-entry ring beside
+    QD 64 of block reads, every byte checked through the block device (Debian's 6.12 lost
+    writes when the driver returned EAGAIN to io_uring's non-blocking issue)"""
+    return [Disk('full1', '32M', serial='FULL-1', props={'queue-size': 16})]
