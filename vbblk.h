@@ -14,7 +14,7 @@
  *   batch       virtio_blk_batch.c: per-CPU batches and plugs (bio path)
  *   bio_cmd     virtio_blk_bio_cmd.c: bio commands, parking (bio path)
  *   cmd         vbblk_cmd.c: header, data map, ranges, retry, sync flush
- *   ring        vbblk_ring.c: add, kick/notify, reap, abort
+ *   ring        virtio_ring_split.c: add, kick/notify, reap, abort
  *   trace       vbblk_trace.c: the tracepoints (vbblk_trace.h)
  * The ring ends a command through the ->end callback its issuer set.
  *
@@ -160,7 +160,7 @@ struct vbblk_flush {
 	struct list_head waiting;
 };
 
-/* One virtqueue: the ring layer's (vbblk_ring.c). */
+/* One virtqueue: the ring layer's (virtio_ring_split.c). */
 struct vbblk_vq {
 	spinlock_t lock;		/* serialises add, kick_prepare, get_buf */
 	struct virtqueue *vq;
@@ -278,7 +278,7 @@ static inline bool vbblk_write_cache_on(struct vbblk *vblk)
 	return wb;
 }
 
-/* ---- ring (vbblk_ring.c) ---- */
+/* ---- ring (virtio_ring_split.c) ---- */
 
 /*
  * sg_init_table(), with the usual single entry cleared inline: the

@@ -6,7 +6,7 @@
  * This is the top of the bio path; below it, in the order they are
  * called: batching and plugs (virtio_blk_batch.c), bio commands
  * (virtio_blk_bio_cmd.c), command building (vbblk_cmd.c), the ring
- * (vbblk_ring.c). A command (struct vbblk_bio_cmd) carries one or more
+ * (virtio_ring_split.c). A command (struct vbblk_bio_cmd) carries one or more
  * bios: reads and writes may be batched, which may grow a command from
  * contiguous bios; everything else is one bio per command.
  *

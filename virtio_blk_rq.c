@@ -3,7 +3,7 @@
  * The request path: a blk-mq queue whose hardware contexts map one to one
  * onto virtqueues. It serves the disk in request mode and carries
  * driver-private commands (GET_ID, SG_IO) in every mode. Below it:
- * command building (vbblk_cmd.c) and the ring (vbblk_ring.c).
+ * command building (vbblk_cmd.c) and the ring (virtio_ring_split.c).
  */
 #include <linux/slab.h>
 

@@ -16,7 +16,7 @@ LAYERS=(
 	"batch: virtio_blk_batch"
 	"bio_cmd: virtio_blk_bio_cmd"
 	"cmd: vbblk_cmd"
-	"ring: vbblk_ring"
+	"ring: virtio_ring_split"
 	"trace: vbblk_trace"
 )
 

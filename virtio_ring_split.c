@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The ring layer, the lowest: every command reaches the device here.
+ * The ring layer, the lowest: every command reaches the device here. The
+ * name is the 2011 RFC's "virtio: support unlocked queue kick", whose
+ * split this carries.
  *
  * Submission is split in two: buffers are added and the kick is prepared
  * under the virtqueue lock; the notify (a VM exit on real hardware) is sent
