@@ -9,7 +9,7 @@
 #                         INCLUDEDIR/linux/vbblk.h
 #   make uninstall        remove both again, then depmod
 #   make install-conf     modprobe.d options, udev rule, helpers (vbblk-bind,
-#                         vbblk-compare) and fio jobs (see README)
+#                         vbblk-compare) and fio jobs (docs/installing.md)
 #   make uninstall-conf   remove those (an edited /etc/vbblk/disks is kept)
 #   make dkms-install     register with DKMS, build and install for every kernel
 #                         that has headers; rebuilt on kernel upgrades

@@ -4,7 +4,7 @@
  * /sys/block/vdX/vbblk/ only sum, one event per step a bio or command
  * takes. A bio-mode disk has no request, so blktrace sees its bios queued
  * (Q) and completed (C) only; vbblk_cmd_queue and vbblk_cmd_complete are
- * the driver-side issue (D) and completion in between (see the README).
+ * the driver-side issue (D) and completion in between (docs/tracing.md).
  */
 #undef TRACE_SYSTEM
 #define TRACE_SYSTEM vbblk

@@ -103,5 +103,6 @@ if git grep -n 'LINUX_VERSION_CODE\|KERNEL_VERSION(' -- '*.c' '*.h' ':!tests/kmo
 	echo "check-style: version tests above: key on a probe (probe/) instead"; fail=1
 fi
 
+scripts/check-docs.sh || fail=1
 [ "$fail" = 0 ] && echo "check-style: clean"
 exit "$fail"

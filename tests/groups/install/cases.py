@@ -17,8 +17,8 @@ def _dkms(outdir, ctx):
 
 
 TESTS.append(Test('install', lambda: [], vbblk_only=True, modes=('',), host=_install,
-                  doc='modinfo complete (parameters with defaults, all in the README); make '
-                      'install/uninstall with depmod; a guest image filled by make install + '
+                  doc='modinfo complete (parameters with defaults, all in docs/parameters.md); '
+                      'make install/uninstall with depmod; a guest image filled by make install + '
                       'install-conf boots with udev: recipe A moves the disk listed by serial to '
                       'vbblk (options from modprobe.d, softdep), recipe B gives vbblk every disk'))
 TESTS.append(Test('dkms', lambda: [], vbblk_only=True, modes=('',), host=_dkms, needs=('dkms',),
