@@ -14,6 +14,8 @@
 #   make dkms-install     register with DKMS, build and install for every kernel
 #                         that has headers; rebuilt on kernel upgrades
 #   make dkms-uninstall   remove from DKMS
+#   make examples         examples/vbblk-uring, a passthrough example program
+#                         (host build; liburing-dev, examples/README.md)
 #   make clean
 #
 # Staging: INSTALL_MOD_PATH=DIR (modules, and the header unless DESTDIR is
@@ -118,8 +120,18 @@ dkms-uninstall:
 	dkms remove vbblk/$(VBBLK_VERSION) --all
 	rm -rf $(DKMS_SRC)
 
+# User-space examples: built for this host with its liburing, not for KDIR.
+EXAMPLES = examples/vbblk-uring
+EXAMPLE_CFLAGS ?= -O2 -Wall -Wextra -Werror
+
+examples: $(EXAMPLES)
+
+examples/%: examples/%.c include/uapi/linux/vbblk.h
+	$(CC) $(EXAMPLE_CFLAGS) -Iinclude/uapi -o $@ $< -luring
+
 clean: check-kdir
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
+	rm -f $(EXAMPLES)
 
 kdir:
 	@echo $(KDIR)
@@ -128,7 +140,7 @@ version:
 	@echo $(VBBLK_VERSION)
 
 .PHONY: all check-kdir modules install uninstall install-conf uninstall-conf \
-	dkms-src dkms-install dkms-uninstall check-style clean kdir version
+	dkms-src dkms-install dkms-uninstall check-style clean kdir version examples
 
 check-style:
 	scripts/check-style.sh

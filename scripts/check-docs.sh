@@ -1,6 +1,6 @@
 #!/bin/bash
 # Docs gate: README.md stays a front door (at most README_MAX lines, 250),
-# and every relative link in README.md and docs/*.md, [text](path) or
+# and every relative link in README.md, docs/*.md and examples/*.md, [text](path) or
 # [text](path#anchor) or [text](#anchor), names a file that exists and an
 # anchor that one of the target's headings makes (GitHub's slugs). Links in
 # code are not links. Run by scripts/check-style.sh; runs alone too.
@@ -8,7 +8,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
-README_MAX=${README_MAX:-250} python3 - README.md docs/*.md <<'EOF'
+README_MAX=${README_MAX:-250} python3 - README.md docs/*.md examples/*.md <<'EOF'
 import os
 import re
 import sys

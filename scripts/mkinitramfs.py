@@ -201,6 +201,11 @@ def main():
          '-I' + os.path.join(REPO, 'include/uapi'), '-o',
          os.path.join(stage, 'usr/bin/vbuio'), os.path.join(REPO, 'bench/tools/vbuio.c'),
          '-luring'])
+    # vbblk-uring: the passthrough example (examples/; the uring_example test)
+    run(['gcc', '-static', '-O2', '-Wall', '-Wextra', '-Werror',
+         '-I' + os.path.join(REPO, 'include/uapi'), '-o',
+         os.path.join(stage, 'usr/bin/vbblk-uring'),
+         os.path.join(REPO, 'examples/vbblk-uring.c'), '-luring'])
 
     # kernel modules
     mdir = '/lib/modules/%s' % ver

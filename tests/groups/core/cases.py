@@ -1,8 +1,11 @@
 """Group core: the disk as a user sees it: data integrity, identity, resize, discard, cache type, load/unload, suspend, partitions, CPU hotplug, removal, tracing, soak.
 
 The host side of the tests whose guest scripts sit beside this file."""
+import glob
 import os
+import shutil
 
+import kver
 from cases import test, ALL_PATHS, BOTH, SIDES3, random_fill
 from vm import Disk, sha256_file
 
@@ -142,3 +145,22 @@ def _soak():
     flips, one disk grows and CPU 1 goes offline and back: no error, no hang, slab stable"""
     return [Disk('soak1', '64M', serial='SOAK-1', props={'num-queues': 2, 'config-wce': 'on'}),
             Disk('soak2', '64M', serial='SOAK-2', props={'num-queues': 2})]
+
+
+def _bfq_module(guest, ver):
+    """Host action: the guest kernel's bfq module into the share (the initramfs
+    carries no I/O scheduler module); answers its file name under /host."""
+    found = glob.glob(os.path.join(kver.modroot(ver), 'lib/modules', ver, 'kernel/block/bfq.ko*'))
+    if not found:
+        raise ValueError('no bfq module for %s' % ver)
+    shutil.copy(found[0], guest.share)
+    return os.path.basename(found[0]) + '\n'
+
+
+@test('modes_qos', timeout=240, actions={'bfq_module': _bfq_module})
+def _modes_qos():
+    """what each mode gives up (README, docs/parameters.md): io.max riops=200 holds in both
+    modes; an iocost 200-IOPS model holds request mode (and stock) but not bio mode; bio
+    mode's scheduler stays none after echo bfq, request mode takes mq-deadline; request
+    trace events only in request mode; polling in both; io.latency where built"""
+    return [Disk('qos', '1G', backend='null-co', serial='QOS-1', props={'num-queues': 2})]
