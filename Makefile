@@ -8,6 +8,7 @@
 #                         depmod; the passthrough uapi header into
 #                         INCLUDEDIR/linux/vbblk.h
 #   make uninstall        remove both again, then depmod
+#   make install-header   only the uapi header (no kernel headers needed)
 #   make install-conf     modprobe.d options, udev rule, helpers (vbblk-bind,
 #                         vbblk-compare) and fio jobs (docs/installing.md)
 #   make uninstall-conf   remove those (an edited /etc/vbblk/disks is kept)
@@ -65,10 +66,13 @@ modules: check-kdir
 SIGN_KEY = $(shell sed -n 's/^CONFIG_MODULE_SIG_KEY="\(.*\)"/\1/p' $(KDIR)/.config 2>/dev/null)
 NO_SIGN = $(if $(wildcard $(KDIR)/$(SIGN_KEY) $(SIGN_KEY)),,CONFIG_MODULE_SIG_ALL=)
 
-install: modules
+install: modules install-header
 	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_DIR=$(INSTALL_MOD_DIR) $(NO_SIGN) \
 		modules_install
 	$(DEPMOD) $(if $(INSTALL_MOD_PATH),-b $(INSTALL_MOD_PATH)) -a $(KREL)
+
+# A target of its own: the Debian package ships the header without building.
+install-header:
 	install -D -m 0644 include/uapi/linux/vbblk.h $(HDR_ROOT)$(INCLUDEDIR)/linux/vbblk.h
 
 uninstall: check-kdir
@@ -127,8 +131,8 @@ kdir:
 version:
 	@echo $(VBBLK_VERSION)
 
-.PHONY: all check-kdir modules install uninstall install-conf uninstall-conf \
-	dkms-src dkms-install dkms-uninstall check-style clean kdir version
+.PHONY: all check-kdir modules install install-header uninstall install-conf \
+	uninstall-conf dkms-src dkms-install dkms-uninstall check-style clean kdir version
 
 check-style:
 	scripts/check-style.sh
