@@ -15,6 +15,8 @@
 #   make dkms-install     register with DKMS, build and install for every kernel
 #                         that has headers; rebuilt on kernel upgrades
 #   make dkms-uninstall   remove from DKMS
+#   make deb              vbblk-dkms_<version>_all.deb (scripts/build-deb.sh,
+#                         docs/debian-package.md)
 #   make clean
 #
 # Staging: INSTALL_MOD_PATH=DIR (modules, and the header unless DESTDIR is
@@ -112,7 +114,7 @@ dkms-src:
 	mkdir -p $(DKMS_SRC)
 	cp -r --parents $(DKMS_FILES) $(DKMS_SRC)/
 	echo $(VBBLK_VERSION) > $(DKMS_SRC)/VERSION
-	sed 's/@VERSION@/$(VBBLK_VERSION)/' dkms.conf.in > $(DKMS_SRC)/dkms.conf
+	sed 's/#MODULE_VERSION#/$(VBBLK_VERSION)/' dkms.conf.in > $(DKMS_SRC)/dkms.conf
 
 dkms-install: dkms-src
 	dkms add vbblk/$(VBBLK_VERSION)
@@ -121,6 +123,10 @@ dkms-install: dkms-src
 dkms-uninstall:
 	dkms remove vbblk/$(VBBLK_VERSION) --all
 	rm -rf $(DKMS_SRC)
+
+# With Debian's own tooling, from the tracked files (docs/debian-package.md).
+deb:
+	scripts/build-deb.sh
 
 clean: check-kdir
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
@@ -132,7 +138,7 @@ version:
 	@echo $(VBBLK_VERSION)
 
 .PHONY: all check-kdir modules install install-header uninstall install-conf \
-	uninstall-conf dkms-src dkms-install dkms-uninstall check-style clean kdir version
+	uninstall-conf dkms-src dkms-install dkms-uninstall deb check-style clean kdir version
 
 check-style:
 	scripts/check-style.sh
