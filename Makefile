@@ -15,8 +15,8 @@
 #   make dkms-install     register with DKMS, build and install for every kernel
 #                         that has headers; rebuilt on kernel upgrades
 #   make dkms-uninstall   remove from DKMS
-#   make deb              vbblk-dkms_<version>_all.deb (scripts/build-deb.sh,
-#                         docs/debian-package.md)
+#   make deb              vbblk-dkms_<version>_all.deb in DEBDIR (default: here;
+#                         scripts/build-deb.sh, docs/debian-package.md)
 #   make clean
 #
 # Staging: INSTALL_MOD_PATH=DIR (modules, and the header unless DESTDIR is
@@ -125,8 +125,9 @@ dkms-uninstall:
 	rm -rf $(DKMS_SRC)
 
 # With Debian's own tooling, from the tracked files (docs/debian-package.md).
+DEBDIR ?= $(CURDIR)
 deb:
-	scripts/build-deb.sh
+	scripts/build-deb.sh $(DEBDIR)
 
 clean: check-kdir
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
