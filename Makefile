@@ -8,6 +8,7 @@
 #                         depmod; the passthrough uapi header into
 #                         INCLUDEDIR/linux/vbblk.h
 #   make uninstall        remove both again, then depmod
+#   make install-header   only the uapi header (no kernel headers needed)
 #   make install-conf     modprobe.d options, udev rule, helpers (vbblk-bind,
 #                         vbblk-compare) and fio jobs (docs/installing.md)
 #   make uninstall-conf   remove those (an edited /etc/vbblk/disks is kept)
@@ -16,6 +17,8 @@
 #   make dkms-uninstall   remove from DKMS
 #   make examples         examples/vbblk-uring, a passthrough example program
 #                         (host build; liburing-dev, examples/README.md)
+#   make deb              vbblk-dkms_<version>_all.deb in DEBDIR (default: here;
+#                         scripts/build-deb.sh, docs/debian-package.md)
 #   make clean
 #
 # Staging: INSTALL_MOD_PATH=DIR (modules, and the header unless DESTDIR is
@@ -67,10 +70,13 @@ modules: check-kdir
 SIGN_KEY = $(shell sed -n 's/^CONFIG_MODULE_SIG_KEY="\(.*\)"/\1/p' $(KDIR)/.config 2>/dev/null)
 NO_SIGN = $(if $(wildcard $(KDIR)/$(SIGN_KEY) $(SIGN_KEY)),,CONFIG_MODULE_SIG_ALL=)
 
-install: modules
+install: modules install-header
 	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_DIR=$(INSTALL_MOD_DIR) $(NO_SIGN) \
 		modules_install
 	$(DEPMOD) $(if $(INSTALL_MOD_PATH),-b $(INSTALL_MOD_PATH)) -a $(KREL)
+
+# A target of its own: the Debian package ships the header without building.
+install-header:
 	install -D -m 0644 include/uapi/linux/vbblk.h $(HDR_ROOT)$(INCLUDEDIR)/linux/vbblk.h
 
 uninstall: check-kdir
@@ -110,7 +116,7 @@ dkms-src:
 	mkdir -p $(DKMS_SRC)
 	cp -r --parents $(DKMS_FILES) $(DKMS_SRC)/
 	echo $(VBBLK_VERSION) > $(DKMS_SRC)/VERSION
-	sed 's/@VERSION@/$(VBBLK_VERSION)/' dkms.conf.in > $(DKMS_SRC)/dkms.conf
+	sed 's/#MODULE_VERSION#/$(VBBLK_VERSION)/' dkms.conf.in > $(DKMS_SRC)/dkms.conf
 
 dkms-install: dkms-src
 	dkms add vbblk/$(VBBLK_VERSION)
@@ -119,6 +125,11 @@ dkms-install: dkms-src
 dkms-uninstall:
 	dkms remove vbblk/$(VBBLK_VERSION) --all
 	rm -rf $(DKMS_SRC)
+
+# With Debian's own tooling, from the tracked files (docs/debian-package.md).
+DEBDIR ?= $(CURDIR)
+deb:
+	scripts/build-deb.sh $(DEBDIR)
 
 # User-space examples: built for this host with its liburing, not for KDIR.
 EXAMPLES = examples/vbblk-uring
@@ -139,8 +150,9 @@ kdir:
 version:
 	@echo $(VBBLK_VERSION)
 
-.PHONY: all check-kdir modules install uninstall install-conf uninstall-conf \
-	dkms-src dkms-install dkms-uninstall check-style clean kdir version examples
+.PHONY: all check-kdir modules install install-header uninstall install-conf \
+	uninstall-conf dkms-src dkms-install dkms-uninstall deb examples check-style \
+	clean kdir version
 
 check-style:
 	scripts/check-style.sh

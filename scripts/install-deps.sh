@@ -17,6 +17,8 @@ PKGS=(
 	pahole xz-utils
 	# tests/lib/bootimg.py: unpack zstd kernels (6.12, 7.2) for PVH boot
 	zstd
+	# make deb (scripts/build-deb.sh); the debpkg test checks it with lintian
+	debhelper dh-dkms dpkg-dev lintian
 )
 
 SUDO=

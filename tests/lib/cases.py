@@ -81,7 +81,7 @@ class Skip(str):
 
 # where a missing program comes from (scripts/install-deps.sh installs them)
 PACKAGES = {'qemu-storage-daemon': 'qemu-system-common', 'nbdkit': 'nbdkit',
-            'dkms': 'dkms', 'gcc': 'gcc', '/usr/include/nbdkit-plugin.h': 'nbdkit-plugin-dev'}
+            'dkms': 'dkms', 'gcc': 'gcc', 'dh_dkms': 'dh-dkms', 'dpkg-buildpackage': 'dpkg-dev', '/usr/include/nbdkit-plugin.h': 'nbdkit-plugin-dev'}
 
 
 def missing(t, side):

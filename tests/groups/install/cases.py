@@ -21,10 +21,24 @@ TESTS.append(Test('install', lambda: [], vbblk_only=True, modes=('',), host=_ins
                       'make install/uninstall with depmod; a guest image filled by make install + '
                       'install-conf boots with udev: recipe A moves the disk listed by serial to '
                       'vbblk (options from modprobe.d, softdep), recipe B gives vbblk every disk'))
+def _debpkg(outdir, ctx):
+    import installtest
+    return installtest.run_debpkg(outdir, ctx)
+
+
 TESTS.append(Test('dkms', lambda: [], vbblk_only=True, modes=('',), host=_dkms, needs=('dkms',),
                   doc='make dkms-install builds and installs for the guest kernel, the kernel '
                       'postinst hook rebuilds it, make dkms-uninstall leaves nothing; the '
                       'DKMS-built module boots from updates/dkms and passes verified I/O'))
+TESTS.append(Test('debpkg', lambda: [], vbblk_only=True, modes=('',), host=_debpkg,
+                  needs=('dkms', 'dh_dkms', 'dpkg-buildpackage'),
+                  doc='make deb builds vbblk-dkms_<version>_all.deb (lintian-clean when lintian '
+                      'is installed); apt-get install in an overlay image of this Debian 12 '
+                      'builds it with DKMS for every kernel with headers and puts the '
+                      'configuration and helpers in place; a guest with those files and the '
+                      'module loads it by softdep with the packaged options, moves a disk with '
+                      'the packaged udev helper and passes verified I/O; apt-get remove keeps '
+                      'only the conffiles, purge leaves nothing'))
 
 
 # (for CI's time: what the compat layer changes, probe, limits, freeze,

@@ -4,6 +4,8 @@
 #     (root disk on virtio_blk, listed serials moved to vbblk by the udev rule),
 #     then recipe B (virtio_blk blacklisted, udev loads vbblk for every disk).
 #   vbinst=dkms: the image holds the module DKMS built and installed.
+#   vbinst=deb: the module DKMS built from the Debian package and the files
+#     the package installed (no udevd: the udev helper is run by hand).
 # vbversion=V: the version modinfo must report.
 . /tests/lib.sh
 KVER=$(uname -r)
@@ -43,6 +45,29 @@ if [ "$inst" = dkms ]; then
 	verify "/dev/$d"
 	must modprobe -r vbblk
 	log "PASS: DKMS-built module loads by name, drives a disk, unloads"
+	exit 0
+fi
+if [ "$inst" = deb ]; then
+	check_modinfo updates/dkms
+	# recipe A as the package sets it up: the softdep loads vbblk with the
+	# options line, and the helper the udev rule runs moves the listed disk
+	echo INST-1 >> /etc/vbblk/disks
+	sed -i 's/^options vbblk .*/options vbblk mode=request/' /etc/modprobe.d/vbblk.conf
+	must modprobe virtio_blk
+	lsmod | grep -q '^vbblk ' || fail "the package's softdep did not load vbblk after virtio_blk"
+	expect_eq "mode from modprobe.d" "$(cat /sys/module/vbblk/parameters/mode)" request
+	d=$(disk_by_serial INST-1) || fail "no disk"
+	expect_eq "$d driver before the helper" "$(drvof "$d")" virtio_blk
+	must /lib/udev/vbblk-udev "$d"
+	d=$(disk_by_serial INST-1) || fail "no disk after the helper"
+	expect_eq "$d driver" "$(drvof "$d")" vbblk
+	dmesg | grep -q "vbblk-udev: .* (serial INST-1) moved to vbblk as $d" ||
+		fail "no vbblk-udev line for INST-1 in dmesg"
+	expect_eq "module version in sysfs" "$(cat /sys/module/vbblk/version)" "$want"
+	verify "/dev/$d"
+	must /usr/sbin/vbblk-bind serial=INST-1 virtio_blk >/dev/null
+	must modprobe -r vbblk
+	log "PASS: the package's module, softdep, options and helpers drive a disk"
 	exit 0
 fi
 [ "$inst" = user ] || fail "unknown vbinst=$inst"

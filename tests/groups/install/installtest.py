@@ -213,3 +213,166 @@ def _dkms_cycle(outdir, ctx, log, ver, kernels, version, ko, mk):
     _boot(outdir, ctx, initrd, [Disk('inst1', '64M', serial='INST-1')],
           'vbinst=dkms vbversion=%s' % version, ctx['params'])
     return None
+
+
+# ---- debpkg: the Debian package in an image of Debian's ---------------------
+# The image is this machine's own Debian 12 under an overlay (changes go to
+# a tmpfs, / is never written), chrooted into: dpkg, apt, dkms and the kernel
+# headers are Debian's own, and the overlay's upper layer shows exactly what
+# installing and purging the package left behind.
+
+DEB_FILES = {  # installed path: the source it must equal (None: exists)
+    '/etc/modprobe.d/vbblk.conf': 'conf/vbblk.conf',
+    '/etc/vbblk/disks': 'conf/disks',
+    '/usr/sbin/vbblk-bind': 'scripts/vbblk-bind.sh',
+    '/usr/sbin/vbblk-compare': 'scripts/vbblk-compare.sh',
+    '/usr/include/linux/vbblk.h': 'include/uapi/linux/vbblk.h',
+    '/lib/udev/rules.d/60-vbblk.rules': None,
+    '/lib/udev/vbblk-udev': None,
+    '/usr/share/vbblk/jobs/randread-qd1.fio': 'bench/jobs/randread-qd1.fio',
+    '/usr/share/man/man8/vbblk-bind.8.gz': None,
+    '/usr/share/man/man8/vbblk-compare.8.gz': None,
+}
+DEB_CONFFILES = ('/etc/modprobe.d/vbblk.conf', '/etc/vbblk/disks')
+
+
+def _image_up(img, log):
+    """An overlay over / at img/root, its changes in img/upper."""
+    os.makedirs(img)
+    _sh(log, ['mount', '-t', 'tmpfs', '-o', 'size=4g', 'vbblk-debpkg', img])
+    for d in ('upper', 'work', 'root'):
+        os.makedirs(os.path.join(img, d))
+    root = os.path.join(img, 'root')
+    _sh(log, ['mount', '-t', 'overlay', 'overlay', '-o', 'lowerdir=/,upperdir=%s/upper,'
+              'workdir=%s/work' % (img, img), root])
+    for d in ('proc', 'sys', 'dev'):
+        _sh(log, ['mount', '--bind', '/' + d, os.path.join(root, d)])
+    return root
+
+
+def _image_down(img, log):
+    if os.path.ismount(img):
+        _sh(log, ['umount', '-R', img], check=False)
+    if not os.path.ismount(img):
+        shutil.rmtree(img, ignore_errors=True)
+
+
+def _in_image(root, log, *cmd, check=True):
+    env = dict(os.environ, DEBIAN_FRONTEND='noninteractive')
+    return _sh(log, ['chroot', root] + list(cmd), check=check, env=env)
+
+
+def _left(upper):
+    """Paths under the overlay's upper layer naming vbblk that are not
+    whiteouts (a deleted file of the lower layer), i.e. what the package
+    put in the image and is still there."""
+    left = []
+    for d, dirs, files in os.walk(upper):
+        for n in dirs + files:
+            p = os.path.join(d, n)
+            st = os.lstat(p)
+            whiteout = (st.st_mode & 0o170000) == 0o020000 and st.st_rdev == 0
+            if 'vbblk' in os.path.relpath(p, upper) and not whiteout:
+                left.append('/' + os.path.relpath(p, upper))
+    return sorted(left)
+
+
+def run_debpkg(outdir, ctx):
+    os.makedirs(outdir, exist_ok=True)
+    log = os.path.join(outdir, 'debpkg.log')
+    open(log, 'w').close()
+    img = os.path.join(outdir, 'image')
+    _image_down(img, log)
+    try:
+        return _debpkg(outdir, ctx, log, img)
+    except Fail as e:
+        return str(e)
+    finally:
+        _image_down(img, log)
+
+
+def _debpkg(outdir, ctx, log, img):
+    ver = ctx['kver']
+    # make deb, as a user runs it (a fresh copy of the tree, version from git)
+    out = _sh(log, ['make', '-s', '-C', REPO, 'deb', 'DEBDIR=' + outdir])
+    m = re.search(r'^build-deb: (/\S+\.deb)$', out, re.M)
+    if not m:
+        raise Fail('make deb printed no .deb path (see %s)' % log)
+    deb = m.group(1)
+    version = re.match(r'vbblk-dkms_(.+)_all\.deb$', os.path.basename(deb)).group(1)
+    if shutil.which('lintian'):
+        tags = [t for t in _sh(log, ['lintian', '-I', '-E', '--pedantic', deb],
+                               check=False).splitlines() if re.match(r'^[EWIPX]: ', t)]
+        if tags:
+            raise Fail('lintian: %s' % '; '.join(tags[:5]))
+
+    root = _image_up(img, log)
+    upper = os.path.join(img, 'upper')
+    shutil.copy2(deb, os.path.join(root, 'tmp'))
+    ideb = '/tmp/' + os.path.basename(deb)
+    _in_image(root, log, 'apt-get', 'install', '-y', ideb)
+    os.unlink(os.path.join(root, ideb.lstrip('/')))
+    # DKMS built it for every kernel of the image that has headers
+    mods = os.path.join(root, 'lib', 'modules')
+    kernels = [k for k in os.listdir(mods) if os.path.exists(os.path.join(mods, k, 'build'))]
+    if ver not in kernels:
+        raise Fail('the image has no headers for the guest kernel %s' % ver)
+    for k in kernels:
+        st = _in_image(root, log, 'dkms', 'status', 'vbblk/%s' % version, '-k', k).strip()
+        if not st.endswith('installed'):
+            raise Fail('after apt-get install, dkms status for %s says %r' % (k, st))
+    ko = os.path.join(mods, ver, 'updates', 'dkms', 'vbblk.ko')
+    if not os.path.isfile(ko):
+        raise Fail('apt-get install: no /lib/modules/%s/updates/dkms/vbblk.ko' % ver)
+    for path, src in DEB_FILES.items():
+        p = os.path.join(root, path.lstrip('/'))
+        if not os.path.isfile(p):
+            raise Fail('the package did not install %s' % path)
+        if src and open(p, 'rb').read() != open(os.path.join(REPO, src), 'rb').read():
+            raise Fail('%s differs from %s' % (path, src))
+    rule = open(os.path.join(root, 'lib/udev/rules.d/60-vbblk.rules')).read()
+    if 'RUN+="/lib/udev/vbblk-udev %k"' not in rule:
+        raise Fail('60-vbblk.rules does not run /lib/udev/vbblk-udev')
+    if 'VBBLK_BIND:-/usr/sbin/vbblk-bind}' not in open(os.path.join(root, 'lib/udev/vbblk-udev')).read():
+        raise Fail('vbblk-udev does not call /usr/sbin/vbblk-bind')
+
+    # boot: the module DKMS built, and the package's files from the image
+    built = os.path.join(outdir, 'vbblk-debpkg.ko')
+    shutil.copy2(ko, built)
+    files = os.path.join(outdir, 'pkgfiles')
+    shutil.rmtree(files, ignore_errors=True)
+    for path in DEB_FILES:
+        dst = os.path.join(files, path.lstrip('/'))
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copy2(os.path.join(root, path.lstrip('/')), dst)
+    initrd = _initramfs(outdir, ver, log, '--vbblk-ko', built, '--vbblk-dir', 'updates/dkms')
+    # a second cpio after the first: the kernel unpacks both, in order
+    with open(initrd, 'ab') as f:
+        find = subprocess.Popen(['find', '.', '-print0'], cwd=files, stdout=subprocess.PIPE)
+        subprocess.run(['cpio', '--null', '-o', '-H', 'newc', '--quiet', '--reproducible'],
+                       cwd=files, stdin=find.stdout, stdout=f, check=True)
+        find.wait()
+    _boot(outdir, ctx, initrd, [Disk('inst1', '64M', serial='INST-1')],
+          'vbinst=deb vbversion=%s' % version)
+
+    # remove: all but the conffiles goes; purge: nothing is left
+    _in_image(root, log, 'apt-get', 'remove', '-y', 'vbblk-dkms')
+    gone = [p for p in ['/usr/src/vbblk-%s' % version, '/var/lib/dkms/vbblk',
+                        '/lib/modules/%s/updates/dkms/vbblk.ko' % ver] +
+            [p for p in DEB_FILES if p not in DEB_CONFFILES]
+            if os.path.lexists(os.path.join(root, p.lstrip('/')))]
+    if gone:
+        raise Fail('apt-get remove left %s' % ', '.join(gone))
+    kept = [p for p in DEB_CONFFILES if not os.path.exists(os.path.join(root, p.lstrip('/')))]
+    if kept:
+        raise Fail('apt-get remove took the conffiles %s (purge does)' % ', '.join(kept))
+    _in_image(root, log, 'apt-get', 'purge', '-y', 'vbblk-dkms')
+    left = _left(upper)
+    if left:
+        raise Fail('apt-get purge left %s' % ', '.join(left[:8]))
+    if _in_image(root, log, 'dkms', 'status', 'vbblk').strip():
+        raise Fail('apt-get purge left a dkms status line')
+    for k in kernels:
+        if 'vbblk' in open(os.path.join(mods, k, 'modules.dep')).read():
+            raise Fail('apt-get purge: %s modules.dep still names vbblk' % k)
+    return None
