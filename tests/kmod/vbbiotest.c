@@ -192,7 +192,12 @@ static struct vbt_req *vbt_req_alloc(struct block_device *bdev,
 		kfree(r);
 		return NULL;
 	}
-	bio_init(r->bio, bdev, vbt_bio_inline_vecs(r->bio), n, opf);
+	/*
+	 * An empty bio has no vector table, as bio_alloc() gives it:
+	 * the split fast path (bio_may_need_split) reads the first vector of any
+	 * bio that has a table (KASAN on 7.2: slab-out-of-bounds).
+	 */
+	bio_init(r->bio, bdev, n ? vbt_bio_inline_vecs(r->bio) : NULL, n, opf);
 	r->bio->bi_iter.bi_sector = sector;
 	r->bio->bi_end_io = vbt_end_io;
 	r->bio->bi_private = r;
