@@ -7,13 +7,13 @@
 #  - trace events: block_bio_queue in both; block_bio_complete for a
 #    bio-based disk; request events (block_rq_issue/complete) only blk-mq
 #  - I/O schedulers (bfq.ko from the host): bio-based: `echo bfq` and
-#    `echo mq-deadline` succeed, the scheduler stays none (7.x: the file
-#    is not there); blk-mq: both are taken
+#    `echo mq-deadline` succeed, the scheduler stays none (6.12, 7.2: the
+#    file is not there); blk-mq: both are taken
 #  - polling: poll_queues=1 gives queue/io_poll 1 and io_uring hipri reads
 #  - io.max riops=200 holds in every mode (blk-throttle, in submit_bio)
 #  - iocost with a 200-IOPS linear model at a fixed vrate: holds a blk-mq
 #    disk near 200 IOPS; on a bio-based one no effect (rq-qos), or refused
-#    with EOPNOTSUPP (7.2)
+#    with EOPNOTSUPP (6.12, 7.2)
 #  - cgroup statements need cgroup v2 (Debian's kernels; the guest-sized
 #    debug kernels have none: noted, not checked)
 #  - io.latency: accepted where the kernel has it (Debian's 6.1 does not:
@@ -89,7 +89,7 @@ else
 	log "bfq: no module for $KVER (mq-deadline, built in, stands for it)"
 fi
 if [ $mq = 0 ] && [ ! -e $S ]; then
-	# 7.x shows the file on blk-mq queues only
+	# 6.12 and 7.2 show the file on blk-mq queues only
 	[ -e /sys/block/$d/queue/nr_requests ] &&
 		fail "bio-based: no queue/scheduler, but queue/nr_requests is there"
 	log "ok: bio-based: no queue/scheduler file (this kernel shows it for blk-mq only)"
@@ -166,7 +166,7 @@ if err=$( { echo "$model" > $C/io.cost.model; } 2>&1 ); then
 		log "ok: blk-mq: iocost holds"
 	fi
 elif [ $mq = 0 ] && [ "${err#*not supported}" != "$err" ]; then
-	# 7.2 refuses iocost on a bio-based disk (EOPNOTSUPP); 6.1 takes it
+	# 6.12 and 7.2 refuse iocost on a bio-based disk (EOPNOTSUPP); 6.1 takes it
 	log "ok: bio-based: iocost refused: $err"
 	cost=refused
 else
