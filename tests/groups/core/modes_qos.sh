@@ -88,20 +88,19 @@ if m=$(hostcmd bfq_module "$KVER") && insmod /host/$m; then
 else
 	log "bfq: no module for $KVER (mq-deadline, built in, stands for it)"
 fi
+[ ! -e $S ] || log "scheduler: $(cat $S)"
 if [ $mq = 0 ] && [ ! -e $S ]; then
 	# 6.12 and 7.2 show the file on blk-mq queues only
 	[ -e /sys/block/$d/queue/nr_requests ] &&
 		fail "bio-based: no queue/scheduler, but queue/nr_requests is there"
 	log "ok: bio-based: no queue/scheduler file (this kernel shows it for blk-mq only)"
 elif [ $mq = 0 ]; then
-	log "scheduler: $(cat $S)"
 	expect_eq "bio-based: scheduler" "$(cat $S)" none
 	for s in bfq mq-deadline; do
 		echo $s > $S || fail "bio-based: echo $s > queue/scheduler failed (stated: succeeds)"
 		expect_eq "bio-based: scheduler after echo $s" "$(cat $S)" none
 	done
 else
-	log "scheduler: $(cat $S)"
 	echo mq-deadline > $S || fail "blk-mq: echo mq-deadline > queue/scheduler failed"
 	grep -q '\[mq-deadline\]' $S || fail "blk-mq: mq-deadline not taken: $(cat $S)"
 	if [ $bfq = 1 ]; then
