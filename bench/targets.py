@@ -16,22 +16,60 @@ the target):
   iops          IOPS, ratio to stock's
   requests      device requests per I/O, ratio to stock's
   requests_abs  device requests per I/O
+  stage         instructions per I/O in the `stages` rows of the config's
+                round-1 profile (PROFILE=1; rows of bench/categories.py)
+  above_floor   kinsn less the config's floor: the ratio to stock it would
+                have with the `stages` rows at zero (round-1 profiles)
+
+Issue 32 retired the 0.65x instructions target at QD1: sleep, wakeup,
+system call and page pinning, the same under every driver, are most of
+a QD1 I/O, and the target was below what any virtio block driver can
+reach on 6.1. QD1 is now judged by how far the module's own code leaves
+bio mode above the floor, and by the module's own instructions.
 """
 import collections
 import re
 
 Target = collections.namedtuple(
-    'Target', 'id workload metric op bound text kernels config ref',
-    defaults=(None, 'bio', None))
+    'Target', 'id workload metric op bound text kernels config ref stages',
+    defaults=(None, 'bio', None, ()))
+
+# bench/categories.py puts every symbol of the module, submit and
+# completion code alike, in this row
+MODULE = ('driver submit',)
 
 TARGETS = [
-    Target('qd1-kinsn', 'randread-qd1', 'kinsn', '<=', 0.65, '4k random read QD1 (libaio)'),
-    Target('qd1-uring-kinsn', 'randread-qd1-uring', 'kinsn', '<=', 0.65,
-           '4k random read QD1 (io_uring)'),
+    # issue 32: the module's own instructions per 4k I/O, bio mode and the
+    # passthrough node
+    Target('module-qd1', 'randread-qd1', 'stage', '<=', 500,
+           "4k random read QD1 (libaio), the module's own code", stages=MODULE),
+    Target('module-qd32', 'randread-qd32', 'stage', '<=', 500,
+           "4k random read QD32 (libaio), the module's own code", stages=MODULE),
+    Target('node-module-qd1', 'pt-randread-qd1', 'stage', '<=', 450,
+           "passthrough node, 4k random read QD1, the module's own code", stages=MODULE),
+    Target('node-module-qd32', 'pt-randread-qd32', 'stage', '<=', 450,
+           "passthrough node, 4k random read QD32, the module's own code", stages=MODULE),
+    # QD1 totals: within 0.03 of what bio mode would cost with the module's
+    # code at zero (the floor of issue 32's figures: 0.87x stock on 7.2)
+    Target('qd1-floor', 'randread-qd1', 'above_floor', '<=', 0.03,
+           '4k random read QD1 (libaio)', stages=MODULE),
+    Target('qd1-uring-floor', 'randread-qd1-uring', 'above_floor', '<=', 0.03,
+           '4k random read QD1 (io_uring)', stages=MODULE),
+    # QD32 totals: 7.2's stock driver is leaner than 6.1's
+    Target('qd32-kinsn-6.1', 'randread-qd32', 'kinsn', '<=', 0.65,
+           '4k random read QD32 (libaio)', kernels=('6.1',)),
+    Target('qd32-uring-kinsn-6.1', 'randread-qd32-uring', 'kinsn', '<=', 0.65,
+           '4k random read QD32 (io_uring)', kernels=('6.1',)),
+    Target('qd32-kinsn-7.2', 'randread-qd32', 'kinsn', '<=', 0.80,
+           '4k random read QD32 (libaio)', kernels=('7.2',)),
+    Target('qd32-uring-kinsn-7.2', 'randread-qd32-uring', 'kinsn', '<=', 0.80,
+           '4k random read QD32 (io_uring)', kernels=('7.2',)),
+    # the io_uring passthrough node against stock's block device, the same
+    # vbuio loop on both; at QD1 only its own code has a goal (above)
+    Target('node-qd32-kinsn', 'pt-randread-qd32', 'kinsn', '<=', 0.40,
+           'passthrough node, 4k random read QD32'),
+    # the earlier targets, on every kernel
     Target('qd1-iops', 'randread-qd1', 'iops', '>=', 1.15, '4k random read QD1 (libaio)'),
-    Target('qd32-kinsn', 'randread-qd32', 'kinsn', '<=', 0.65, '4k random read QD32 (libaio)'),
-    Target('qd32-uring-kinsn', 'randread-qd32-uring', 'kinsn', '<=', 0.65,
-           '4k random read QD32 (io_uring)'),
     Target('qd32-iops', 'randread-qd32', 'iops', '>=', 1.25, '4k random read QD32 (libaio)'),
     Target('seqwrite-kinsn', 'seqwrite-qd32', 'kinsn', '<=', 0.70,
            '4k sequential write, one at a time'),
@@ -52,12 +90,6 @@ TARGETS = [
            '128k sequential read QD8'),
     Target('seqwrite-128k-iops', 'seqwrite-128k-qd8', 'iops', '>=', 0.98,
            '128k sequential write QD8'),
-    # the io_uring passthrough node against stock's block device, the same
-    # vbuio loop on both
-    Target('node-qd1-kinsn', 'pt-randread-qd1', 'kinsn', '<=', 0.55,
-           'passthrough node, 4k random read QD1'),
-    Target('node-qd32-kinsn', 'pt-randread-qd32', 'kinsn', '<=', 0.55,
-           'passthrough node, 4k random read QD32'),
     Target('polled-qd1-kinsn', 'randread-qd1-hipri', 'kinsn', '<=', 0.60,
            'polled 4k random read QD1 (io_uring hipri), against stock interrupt-driven',
            ref='randread-qd1'),
@@ -93,6 +125,11 @@ def bound_text(t):
         return 'device requests/bio %s× stock' % b
     if t.metric == 'requests_abs':
         return 'device requests/bio %s' % b
+    if t.metric == 'stage':
+        return '%s instructions/IO %s' % (' + '.join(t.stages), b)
+    if t.metric == 'above_floor':
+        return ('kernel instructions/IO %s× stock above its floor (%s at zero)'
+                % (b, ' + '.join(t.stages)))
     raise ValueError('%s: unknown metric %s' % (t.id, t.metric))
 
 
