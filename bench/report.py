@@ -189,7 +189,14 @@ def summarize_backend(meta, bdir):
                 # CPUs of other host load during the busiest round (bench/compare)
                 'host_other': max(c.get('host_other_mcpu', 0) for c in rounds) / 1000,
                 'rounds': rounds}
-    for wl, cells in out.items():
+    add_ratios(out)
+    return out, profiles
+
+
+def add_ratios(summary):
+    """Each cell's figures as ratios to stock's in the same workload
+    (cell['ratio']), and whether their ranges overlap (cell['same'])."""
+    for cells in summary.values():
         st = cells.get('stock')
         for cfg, c in cells.items():
             if c is None:
@@ -206,7 +213,6 @@ def summarize_backend(meta, bdir):
             for key in ('iops', 'kinsn'):
                 if cfg != 'stock':
                     c['same'][key] = overlap(c, st, key)
-    return out, profiles
 
 
 def fmt_k(x):
