@@ -4,6 +4,8 @@
 #   make                  build vbblk.ko against KDIR
 #   make W=1              with extra warnings (must stay clean)
 #   make check-style      sparse (C=2) + W=1 + checkpatch.pl; fails on findings
+#   make targets-docs     rewrite the targets tables of README.md and
+#                         docs/bench.md from bench/targets.py
 #   make install          vbblk.ko into /lib/modules/<kernel>/updates, then
 #                         depmod; the passthrough uapi header into
 #                         INCLUDEDIR/linux/vbblk.h
@@ -152,7 +154,10 @@ version:
 
 .PHONY: all check-kdir modules install install-header uninstall install-conf \
 	uninstall-conf dkms-src dkms-install dkms-uninstall deb examples check-style \
-	clean kdir version
+	targets-docs clean kdir version
 
 check-style:
 	scripts/check-style.sh
+
+targets-docs:
+	bench/targets.py --write README.md docs/bench.md

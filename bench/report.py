@@ -18,51 +18,12 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import categories  # noqa: E402
+import targets as declared  # noqa: E402
 
 CFG_LABEL = {'stock': 'stock virtio_blk', 'request': 'vbblk request', 'bio-nobatch':
              'vbblk bio, batch=0', 'bio': 'vbblk bio', 'nullb-bio': 'null_blk bio',
              'nullb-mq': 'null_blk mq', 'bio-base': 'vbblk bio (BASE)',
              'request-base': 'vbblk request (BASE)', 'bio-direct': 'vbblk bio, indirect=0'}
-
-# The project's targets: bio mode against stock in the same run (issue 4,
-# tightened for instructions by issue 18).
-TARGETS = [
-    # workload, metric, op, bound, text
-    ('randread-qd1', 'kinsn', '<=', 0.65,
-     '4k random QD1 (libaio): kernel instructions/IO <= 0.65x'),
-    ('randread-qd1-uring', 'kinsn', '<=', 0.65,
-     '4k random QD1 (io_uring): kernel instructions/IO <= 0.65x'),
-    ('randread-qd1', 'iops', '>=', 1.15, '4k random QD1: IOPS >= 1.15x'),
-    ('randread-qd32', 'kinsn', '<=', 0.65,
-     '4k random QD32 (libaio): kernel instructions/IO <= 0.65x'),
-    ('randread-qd32-uring', 'kinsn', '<=', 0.65,
-     '4k random QD32 (io_uring): kernel instructions/IO <= 0.65x'),
-    ('randread-qd32', 'iops', '>=', 1.25, '4k random QD32: IOPS >= 1.25x'),
-    ('seqwrite-qd32', 'kinsn', '<=', 0.70,
-     '4k sequential write, one at a time: kernel instructions/IO <= 0.70x'),
-    ('seqwrite-qd32-batch16', 'iops', '>=', 1.0, '4k sequential write, batched: IOPS >= 1.0x'),
-    ('seqread-qd32-batch16', 'iops', '>=', 1.0, '4k sequential read, batched: IOPS >= 1.0x'),
-    ('seqwrite-qd32', 'iops', '>=', 1.0, '4k sequential write, one at a time: IOPS >= 1.0x'),
-    # requests per bio against stock's; 1 % for counts taken over slightly different spans
-    ('seqwrite-qd32-batch16', 'requests', '<=', 1.01,
-     '4k sequential write, batched: device requests/bio <= stock'),
-    ('seqread-qd32-batch16', 'requests', '<=', 1.01,
-     '4k sequential read, batched: device requests/bio <= stock'),
-    ('seqwrite-qd32', 'requests_abs', '<=', 0.25,
-     '4k sequential write, one at a time: device requests/bio <= 1/4'),
-    ('seqread-128k-qd8', 'iops', '>=', 0.98, '128k sequential read: IOPS >= 0.98x'),
-    ('seqwrite-128k-qd8', 'iops', '>=', 0.98, '128k sequential write: IOPS >= 0.98x'),
-    # issue 19: the io_uring passthrough node against stock's block device,
-    # the same vbuio loop on both
-    ('pt-randread-qd1', 'kinsn', '<=', 0.55,
-     'passthrough 4k random QD1: kernel instructions/IO <= 0.55x'),
-    ('pt-randread-qd32', 'kinsn', '<=', 0.55,
-     'passthrough 4k random QD32: kernel instructions/IO <= 0.55x'),
-    ('randread-qd1-hipri', 'kinsn_vs:randread-qd1', '<=', 0.60,
-     'polled 4k random QD1 (io_uring hipri): kernel instructions/IO <= 0.60x '
-     'of stock interrupt-driven QD1 (libaio)'),
-]
-
 
 def fio_side(path):
     """Totals over read+write of one fio JSON (numjobs are group-reported)."""
@@ -228,7 +189,14 @@ def summarize_backend(meta, bdir):
                 # CPUs of other host load during the busiest round (bench/compare)
                 'host_other': max(c.get('host_other_mcpu', 0) for c in rounds) / 1000,
                 'rounds': rounds}
-    for wl, cells in out.items():
+    add_ratios(out)
+    return out, profiles
+
+
+def add_ratios(summary):
+    """Each cell's figures as ratios to stock's in the same workload
+    (cell['ratio']), and whether their ranges overlap (cell['same'])."""
+    for cells in summary.values():
         st = cells.get('stock')
         for cfg, c in cells.items():
             if c is None:
@@ -245,7 +213,6 @@ def summarize_backend(meta, bdir):
             for key in ('iops', 'kinsn'):
                 if cfg != 'stock':
                     c['same'][key] = overlap(c, st, key)
-    return out, profiles
 
 
 def fmt_k(x):
@@ -295,45 +262,106 @@ def busy_cells(summary, bound):
 DRIVER_STAGES = ('driver submit', 'virtqueue add', 'notify', 'interrupt entry', 'reap')
 
 
-def floor(profs, wl):
-    """bio mode's instructions per I/O with the driver's own stages taken
-    out, as a ratio to stock's, from round 1's profiles; None without."""
-    b, st = profs.get('bio %s r1' % wl), profs.get('stock %s r1' % wl)
+def floor(profs, wl, cfg='bio', stages=DRIVER_STAGES):
+    """cfg's instructions per I/O with @stages taken out, as a ratio to
+    stock's, from round 1's profiles; None without."""
+    b, st = profs.get('%s %s r1' % (cfg, wl)), profs.get('stock %s r1' % wl)
     if not b or not st:
         return None
     rows = b[2]
-    return (sum(rows.values()) - sum(rows[k] for k in DRIVER_STAGES)) / sum(st[2].values())
+    return (sum(rows.values()) - sum(rows[k] for k in stages)) / sum(st[2].values())
 
 
-def targets(summary, profs=None):
-    rows = []
-    for wl, metric, op, bound, text in TARGETS:
-        c = summary.get(wl, {}).get('bio')
-        st = summary.get(wl, {}).get('stock')
-        if not c:
-            continue
-        if metric.startswith('kinsn_vs:'):
-            ref = summary.get(metric.split(':')[1], {}).get('stock')
-            v = c['kinsn'] / ref['kinsn'] if ref and ref.get('kinsn') and c['kinsn'] else None
-        elif metric == 'requests_abs':
-            v = c['requests_per_io']
-        elif metric == 'requests':
-            v = c['requests_per_io'] / st['requests_per_io'] if st and st['requests_per_io'] else None
-        elif st:
-            v = c['ratio'].get(metric)
-        else:
-            v = None
+def stage_sum(profs, wl, cfg, stages):
+    """Instructions per I/O in @stages of cfg's round-1 profile; None without."""
+    p = profs.get('%s %s r1' % (cfg, wl))
+    return sum(p[2][k] for k in stages) if p else None
+
+
+def evaluate(t, summary, profs):
+    """Target t's value in one backend's summary and profiles; None when the
+    run lacks its cells or their figures."""
+    c = summary.get(t.workload, {}).get(t.config)
+    st = summary.get(t.ref or t.workload, {}).get('stock')
+    if not c:
+        return None
+    if t.metric == 'requests_abs':
+        return c['requests_per_io']
+    if t.metric == 'stage':
+        return stage_sum(profs, t.workload, t.config, t.stages)
+    if not st:
+        return None
+    if t.metric == 'requests':
+        return c['requests_per_io'] / st['requests_per_io'] if st['requests_per_io'] else None
+    if t.metric == 'above_floor':
+        r = c['ratio'].get('kinsn')
+        fl = floor(profs, t.workload, t.config, t.stages)
+        return r - fl if r is not None and fl is not None else None
+    if t.ref:
+        return c[t.metric] / st[t.metric] if c[t.metric] and st[t.metric] else None
+    return c['ratio'].get(t.metric)
+
+
+def measured(t, v, c, profs):
+    """How the report shows target t's value v."""
+    if t.metric == 'stage':
+        return '%.0f' % v
+    if t.metric == 'above_floor':
+        return '%.3f (%.3f, floor %.3f)' % (v, c['ratio']['kinsn'],
+                                            floor(profs, t.workload, t.config, t.stages))
+    return '%.3f' % v
+
+
+def targets(summary, profs, release):
+    """The declared targets (bench/targets.py) that apply to guest kernel
+    release, evaluated: (rows, ids of those without data in this run)."""
+    profs = profs or {}
+    rows, nodata = [], []
+    for t in declared.for_kernel(release):
+        v = evaluate(t, summary, profs)
         if v is None:
+            nodata.append(t.id)
             continue
-        ok = v <= bound if op == '<=' else v >= bound
-        fl = floor(profs or {}, wl) if metric == 'kinsn' else None
-        sw = '-'
-        if metric == 'kinsn' and st and c['ctx_per_io'] is not None \
-                and st['ctx_per_io'] is not None:
+        c = summary[t.workload][t.config]
+        st = summary[t.workload].get('stock')
+        ok = v <= t.bound if t.op == '<=' else v >= t.bound
+        kinsn = t.metric in ('kinsn', 'above_floor') and not t.ref
+        fl = floor(profs, t.workload, t.config) if kinsn else None
+        sw = None
+        if kinsn and st and c['ctx_per_io'] is not None and st['ctx_per_io'] is not None:
             sw = '%.2f / %.2f' % (c['ctx_per_io'], st['ctx_per_io'])
-        rows.append((text, v, 'met' if ok else 'MISSED', '-' if fl is None else '%.3f' % fl,
-                     sw))
-    return rows
+        rows.append({'id': t.id, 'target': declared.describe(t), 'value': v,
+                     'measured': measured(t, v, c, profs), 'result': 'met' if ok else 'MISSED',
+                     'floor': fl, 'switches': sw})
+    return rows, nodata
+
+
+def targets_section(meta, summary, profs):
+    """The targets table of one backend: the declared targets for the
+    run's guest kernel that the run has data for."""
+    rows, nodata = targets(summary, profs, meta['kernel'])
+    if not rows:
+        return []
+    L = ['### Targets for guest kernel %s (declared in bench/targets.py)'
+         % (declared.series(meta['kernel']) or meta['kernel']), '',
+         'The targets bench/targets.py declares for this kernel series, each against stock '
+         'in the same run. The module\'s own instructions (the *driver submit* stage) and '
+         'the floors come from round 1\'s profile: PROFILE=1. A floor is what the config '
+         'would cost against stock with some stages at zero; a target *above its floor* '
+         'names the stages and is measured as the ratio less that floor. The '
+         '*driver floor* column takes out every stage of the driver (%s): an '
+         'instructions target below it cannot be met by any virtio block driver. '
+         '*Switches/IO* (bio, stock): the load\'s context switches per I/O; at QD1 each '
+         'is a sleep for the completion, whose scheduler and idle work (about 7,000 '
+         'instructions under TCG) no driver saves.' % ', '.join(DRIVER_STAGES), '',
+         '| target | measured | result | driver floor | switches/IO |',
+         '|---|---|---|---|---|']
+    L += ['| %s | %s | %s | %s | %s |' % (r['target'], r['measured'], r['result'],
+                                          fmt_f(r['floor']), r['switches'] or '-')
+          for r in rows]
+    if nodata:
+        L += ['', 'Not measured in this run: %s.' % ', '.join(nodata)]
+    return L + ['']
 
 
 def overlap(a, b, key):
@@ -470,19 +498,7 @@ def report(meta, summaries, profiles):
                             fmt_f(x['ctx_per_io'])))
             L.append('')
         L += before_after(meta, summary, profiles.get(backend) or {})
-        rows = targets(summary, profiles.get(backend))
-        if rows:
-            L += ['### Targets (vbblk bio against stock)', '',
-                  'With PROFILE=1, *driver floor* is what bio mode would cost against stock '
-                  'if the driver\'s own stages (%s) cost nothing: an instructions target '
-                  'below it cannot be met by any virtio block driver. *Switches/IO* (bio, '
-                  'stock): the load\'s context switches per I/O; at QD1 each is a sleep '
-                  'for the completion, whose scheduler and idle work (about 7,000 '
-                  'instructions under TCG) no driver saves.' % ', '.join(DRIVER_STAGES),
-                  '', '| target | measured | result | driver floor | switches/IO |',
-                  '|---|---|---|---|---|']
-            L += ['| %s | %.3f | %s | %s | %s |' % r for r in rows]
-            L.append('')
+        L += targets_section(meta, summary, profiles.get(backend))
         for png in ('kinsn', 'iops_ratio', 'requests'):
             L.append('![%s](%s-%s.png)' % (png, backend, png))
         L.append('')
@@ -554,10 +570,11 @@ def main():
     for b in meta['backends']:
         summaries[b], profiles[b] = summarize_backend(meta, os.path.join(out, b))
     json.dump({'meta': meta, 'summary': summaries,
-               'targets': {b: targets(s, profiles[b]) for b, s in summaries.items()}},
+               'targets': {b: targets(s, profiles[b], meta['kernel'])[0]
+                           for b, s in summaries.items()}},
               open(os.path.join(out, 'summary.json'), 'w'), indent=1)
     text = report(meta, summaries, profiles)
-    open(os.path.join(out, 'report.md'), 'w').write(text)
+    open(os.path.join(out, 'report.md'), 'w', encoding='utf-8').write(text)
     print(text)
     return 0
 

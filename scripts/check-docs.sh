@@ -3,12 +3,15 @@
 # and every relative link in README.md, docs/*.md and examples/*.md, [text](path) or
 # [text](path#anchor) or [text](#anchor), names a file that exists and an
 # anchor that one of the target's headings makes (GitHub's slugs). Links in
-# code are not links. Run by scripts/check-style.sh; runs alone too.
+# code are not links. The targets tables of README.md and docs/bench.md are
+# what bench/targets.py prints from its declaration (`make targets-docs`
+# rewrites them). Run by scripts/check-style.sh; runs alone too.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
-README_MAX=${README_MAX:-250} python3 - README.md docs/*.md examples/*.md <<'EOF'
+fail=0
+README_MAX=${README_MAX:-250} python3 - README.md docs/*.md examples/*.md <<'EOF' || fail=1
 import os
 import re
 import sys
@@ -98,3 +101,9 @@ if bad:
 print('check-docs: README.md %d lines (at most %d), links in %d files resolve'
       % (n, readme_max, len(sys.argv) - 1))
 EOF
+if python3 bench/targets.py --check README.md docs/bench.md | sed 's/^targets:/check-docs:/'; then
+	echo 'check-docs: the targets tables in README.md and docs/bench.md match bench/targets.py'
+else
+	fail=1
+fi
+exit "$fail"
