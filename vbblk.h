@@ -132,6 +132,8 @@ struct vbblk_iohdr {
 	u8 status;
 	void (*end)(struct vbblk_iohdr *hdr);
 	struct vbblk_iohdr *done_next;
+	/* Built once by vbblk_iohdr_setup(): the ring only reads them. */
+	struct scatterlist out_sg, status_sg;
 };
 
 struct vbblk;
@@ -369,9 +371,34 @@ struct vbblk_retry {
 	bool active;
 };
 
-void vbblk_iohdr_init(struct vbblk *vblk, struct vbblk_iohdr *hdr, u32 type,
-		      sector_t sector);
-blk_status_t vbblk_status(const struct vbblk_iohdr *hdr);
+void vbblk_iohdr_setup(struct vbblk_iohdr *hdr,
+		       void (*end)(struct vbblk_iohdr *hdr));
+
+/* Inline: every command sets its header, every completion reads it. */
+static inline void vbblk_iohdr_init(struct vbblk *vblk,
+				    struct vbblk_iohdr *hdr, u32 type,
+				    sector_t sector)
+{
+	struct virtio_device *vdev = vblk->vdev;
+
+	hdr->out.type = cpu_to_virtio32(vdev, type);
+	hdr->out.ioprio = 0;
+	hdr->out.sector = cpu_to_virtio64(vdev, sector);
+	/* A device that completes without writing status must not look OK. */
+	hdr->status = VIRTIO_BLK_S_IOERR;
+}
+
+static inline blk_status_t vbblk_status(const struct vbblk_iohdr *hdr)
+{
+	switch (hdr->status) {
+	case VIRTIO_BLK_S_OK:
+		return BLK_STS_OK;
+	case VIRTIO_BLK_S_UNSUPP:
+		return BLK_STS_NOTSUPP;
+	default:
+		return BLK_STS_IOERR;
+	}
+}
 unsigned int vbblk_bio_map(struct request_queue *q, struct bio *bio,
 			   struct scatterlist *sg);
 bool vbblk_retry_begin(struct vbblk_retry *r, struct vbblk *vblk,

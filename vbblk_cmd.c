@@ -11,28 +11,19 @@
 #include "vbblk.h"
 #include "vbblk_trace.h"
 
-void vbblk_iohdr_init(struct vbblk *vblk, struct vbblk_iohdr *hdr, u32 type,
-		      sector_t sector)
+/*
+ * Once per command, when it is allocated: its completion callback and the
+ * scatterlist entries of its header and status byte, which never move, so
+ * that queueing it builds only the data's.
+ */
+void vbblk_iohdr_setup(struct vbblk_iohdr *hdr,
+		       void (*end)(struct vbblk_iohdr *hdr))
 {
-	struct virtio_device *vdev = vblk->vdev;
-
-	hdr->out.type = cpu_to_virtio32(vdev, type);
-	hdr->out.ioprio = 0;
-	hdr->out.sector = cpu_to_virtio64(vdev, sector);
-	/* A device that completes without writing status must not look OK. */
-	hdr->status = VIRTIO_BLK_S_IOERR;
-}
-
-blk_status_t vbblk_status(const struct vbblk_iohdr *hdr)
-{
-	switch (hdr->status) {
-	case VIRTIO_BLK_S_OK:
-		return BLK_STS_OK;
-	case VIRTIO_BLK_S_UNSUPP:
-		return BLK_STS_NOTSUPP;
-	default:
-		return BLK_STS_IOERR;
-	}
+	/* The device is given physical addresses: no vmalloc memory. */
+	WARN_ON_ONCE(is_vmalloc_addr(hdr));
+	hdr->end = end;
+	sg_init_one(&hdr->out_sg, &hdr->out, sizeof(hdr->out));
+	sg_init_one(&hdr->status_sg, &hdr->status, sizeof(hdr->status));
 }
 
 /*
@@ -139,7 +130,7 @@ int vbblk_flush_sync(struct vbblk_vq *vq)
 	cmd = kzalloc(sizeof(*cmd), GFP_KERNEL);
 	if (!cmd)
 		return -ENOMEM;
-	cmd->hdr.end = vbblk_sync_end;
+	vbblk_iohdr_setup(&cmd->hdr, vbblk_sync_end);
 	init_completion(&cmd->done);
 	vbblk_iohdr_init(vq->vblk, &cmd->hdr, VIRTIO_BLK_T_FLUSH, 0);
 	for (;;) {

@@ -798,7 +798,7 @@ static void vbblk_ucmd_defer(struct vbblk_ucmd *uc, struct scatterlist *data,
 static void vbblk_ucmd_init(struct vbblk_ucmd *uc, struct vbblk_uring_vq *uvq)
 {
 	uc->uvq = uvq;
-	uc->hdr.end = vbblk_ucmd_end;
+	vbblk_iohdr_setup(&uc->hdr, vbblk_ucmd_end);
 	uc->pages = uc->inline_pages;
 	uc->sg = uc->inline_sg;
 	INIT_WORK(&uc->later, vbblk_ucmd_later);

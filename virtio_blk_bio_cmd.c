@@ -397,7 +397,7 @@ int vbblk_bio_cmds_init(struct vbblk *vblk, void (*end)(struct vbblk_iohdr *))
 
 			if (!cmd)
 				goto fail;
-			cmd->hdr.end = end;
+			vbblk_iohdr_setup(&cmd->hdr, end);
 			cmd->vq = bvq->vq;
 			bvq->cmds[j] = cmd;
 			llist_add(&cmd->free_node, &bvq->free_cmds);

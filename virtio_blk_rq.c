@@ -360,7 +360,7 @@ static int vbblk_init_request(struct blk_mq_tag_set *set, struct request *req,
 {
 	struct vbblk_cmd *cmd = blk_mq_rq_to_pdu(req);
 
-	cmd->hdr.end = vbblk_rq_end_cmd;
+	vbblk_iohdr_setup(&cmd->hdr, vbblk_rq_end_cmd);
 	cmd->retry.active = false;
 	return 0;
 }

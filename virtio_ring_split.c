@@ -32,9 +32,6 @@ static int vbblk_vq_add_sgs(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 	int err;
 
 	lockdep_assert_held(&vq->lock);
-	/* The device is given physical addresses: no vmalloc memory. */
-	if (WARN_ON_ONCE(is_vmalloc_addr(hdr)))
-		return -EIO;
 	/* Under the lock: vbblk_vqs_abort() then sees this command, or we it. */
 	if (unlikely(READ_ONCE(vblk->broken)))
 		return -EIO;
@@ -68,24 +65,13 @@ static int vbblk_vq_add_sgs(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 int vbblk_vq_add(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 		 struct scatterlist *data, bool data_out)
 {
-	struct scatterlist out_sg, status_sg, *sgs[3];
-	unsigned int n = 0, n_out = 0, n_in = 0;
+	struct scatterlist *sgs[3] = { &hdr->out_sg, data, &hdr->status_sg };
 
-	vbblk_sg_one(&out_sg, &hdr->out, sizeof(hdr->out));
-	sgs[n++] = &out_sg;
-	n_out++;
-	if (data) {
-		sgs[n++] = data;
-		if (data_out)
-			n_out++;
-		else
-			n_in++;
+	if (!data) {
+		sgs[1] = &hdr->status_sg;
+		return vbblk_vq_add_sgs(vq, hdr, sgs, 1, 1);
 	}
-	vbblk_sg_one(&status_sg, &hdr->status, sizeof(hdr->status));
-	sgs[n++] = &status_sg;
-	n_in++;
-
-	return vbblk_vq_add_sgs(vq, hdr, sgs, n_out, n_in);
+	return vbblk_vq_add_sgs(vq, hdr, sgs, 1 + data_out, 2 - data_out);
 }
 
 /*
@@ -97,17 +83,14 @@ int vbblk_vq_add_scsi(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 		      struct vbblk_scsi_io *sio, struct scatterlist *data,
 		      bool data_out)
 {
-	struct scatterlist out_sg, cdb_sg, sense_sg, inhdr_sg, status_sg;
-	struct scatterlist *sgs[6];
+	struct scatterlist cdb_sg, sense_sg, inhdr_sg, *sgs[6];
 	unsigned int n = 0, n_out = 2, n_in = 3;
 
-	sg_init_one(&out_sg, &hdr->out, sizeof(hdr->out));
 	sg_init_one(&cdb_sg, sio->cdb, sio->cdb_len);
 	sg_init_one(&sense_sg, sio->sense, sizeof(sio->sense));
 	sg_init_one(&inhdr_sg, &sio->inhdr, sizeof(sio->inhdr));
-	sg_init_one(&status_sg, &hdr->status, sizeof(hdr->status));
 
-	sgs[n++] = &out_sg;
+	sgs[n++] = &hdr->out_sg;
 	sgs[n++] = &cdb_sg;
 	if (data && data_out) {
 		sgs[n++] = data;
@@ -118,7 +101,7 @@ int vbblk_vq_add_scsi(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 	}
 	sgs[n++] = &sense_sg;
 	sgs[n++] = &inhdr_sg;
-	sgs[n++] = &status_sg;
+	sgs[n++] = &hdr->status_sg;
 
 	return vbblk_vq_add_sgs(vq, hdr, sgs, n_out, n_in);
 }
