@@ -172,7 +172,6 @@ struct vbblk_vq {
 	unsigned long completed;	/* taken off the ring; under lock */
 	/* paths refused for lack of room, called after the next reap; under lock */
 	vbblk_vq_fn room[VBBLK_ROOM_WAITERS];
-	vbblk_vq_fn reaped;		/* the owner's work after each reap */
 	char name[16];
 } ____cacheline_aligned_in_smp;
 
@@ -435,7 +434,6 @@ struct vbblk_bio_vq {
 	struct llist_head free_cmds;	/* pushed lock-free on completion */
 	spinlock_t free_lock;		/* serialises pops of free_cmds */
 	wait_queue_head_t wait;		/* for a free command */
-	cpumask_var_t cpus;		/* CPUs whose batches use this queue */
 	struct scatterlist *sg;		/* scratch for one add; under vq->lock */
 } ____cacheline_aligned_in_smp;
 

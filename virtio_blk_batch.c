@@ -44,21 +44,14 @@
 
 static enum cpuhp_state vbblk_cpuhp_state;
 
-static void vbblk_batch_reaped(struct vbblk_vq *vq);
 static void vbblk_batch_unplug(struct vbblk_batch *b);
 
 void vbblk_batch_init(struct vbblk *vblk)
 {
 	const struct blk_mq_queue_map *map = &vblk->tag_set.map[HCTX_TYPE_DEFAULT];
-	unsigned int i;
 	int cpu;
 
 	atomic_set(&vblk->plug_refs, 0);
-	for (i = 0; i < vblk->num_vqs; i++) {
-		cpumask_clear(vblk->bio_vqs[i].cpus);
-		vblk->vqs[i].reaped = vbblk_batch_reaped;
-	}
-
 	for_each_possible_cpu(cpu) {
 		struct vbblk_batch *b = per_cpu_ptr(vblk->batch, cpu);
 
@@ -68,7 +61,6 @@ void vbblk_batch_init(struct vbblk *vblk)
 		b->plugged = false;
 		b->last_end = 0;
 		b->vq = &vblk->vqs[map->mq_map[cpu]];
-		cpumask_set_cpu(cpu, vbblk_bvq(b->vq)->cpus);
 	}
 }
 
@@ -250,12 +242,14 @@ static void vbblk_batch_send_held(struct vbblk_bio_cmd *cmd,
 
 /*
  * A command ended (its bios have): its CPU's count falls, and a stream
- * batch held for that count may go now. A reap sends it afterwards
- * (vbblk_batch_reaped()), but a command failed in dispatch (the device was
- * given up on, a ring that can never take it) ends outside any reap, and
- * nothing else would come: the hold is re-checked here, where the count
- * drops. The barrier pairs with the one in vbblk_batch_hold(), as in
- * vbblk_batch_reaped(): the holder sees the lower count, or we its command.
+ * batch held for that count may go now. Only this CPU's own commands
+ * count, and each ends here, from a reap or failed in dispatch (the
+ * device was given up on): so the hold is re-checked exactly where the
+ * count drops, and nothing else need look. The barrier pairs with the
+ * one in vbblk_batch_hold(): the holder sees the lower count, or we its
+ * command. Batches a plug holds are left to the unplug, which is certain
+ * to come, so a plugged submission is not cut short by a completion that
+ * lands in the middle.
  */
 void vbblk_batch_cmd_done(struct vbblk_bio_cmd *cmd)
 {
@@ -295,7 +289,7 @@ static void vbblk_batch_unplug(struct vbblk_batch *b)
 	spin_lock_irqsave(&b->lock, flags);
 	if (b->cmd && b->plugged) {
 		b->plugged = false;
-		/* Pairs with vbblk_batch_reaped(), as in vbblk_batch_hold(). */
+		/* Pairs with vbblk_batch_cmd_done(), as in vbblk_batch_hold(). */
 		smp_mb();
 		if (!vbblk_batch_keep(b->vq->vblk, b, b->cmd)) {
 			cmd = b->cmd;
@@ -304,32 +298,6 @@ static void vbblk_batch_unplug(struct vbblk_batch *b)
 	}
 	spin_unlock_irqrestore(&b->lock, flags);
 	vbblk_batch_send_held(cmd, VBBLK_STAT_DISPATCH_PLUG, true);
-}
-
-/*
- * A reap on @vq ended commands: send the batches its CPUs hold for
- * in-flight I/O.
- * Pairs with the barrier in vbblk_batch_hold(): the completion has
- * already lowered its submitting CPU's b->inflight, so either we see the
- * held command here or its submitter sees the new count and sends it
- * itself. Batches a plug holds are left to the unplug, which is certain
- * to come, so a plugged submission is not cut short by a completion that
- * lands in the middle.
- */
-static void vbblk_batch_reaped(struct vbblk_vq *vq)
-{
-	struct vbblk *vblk = vq->vblk;
-	int cpu;
-
-	smp_mb(); /* b->inflight was lowered before we look for held commands */
-	for_each_cpu(cpu, vbblk_bvq(vq)->cpus) {
-		struct vbblk_batch *b = per_cpu_ptr(vblk->batch, cpu);
-
-		if (READ_ONCE(b->cmd))
-			vbblk_batch_send_held(vbblk_batch_take(b, true),
-					      VBBLK_STAT_DISPATCH_COMPLETION,
-					      false);
-	}
 }
 
 void vbblk_batch_flush_all(struct vbblk *vblk, enum vbblk_stat reason)
@@ -361,7 +329,7 @@ static bool vbblk_batch_hold(struct vbblk *vblk, struct vbblk_batch *b,
 		b->plugged = plugged;
 		b->stream = stream;
 		WRITE_ONCE(b->cmd, cmd);
-		/* Pairs with vbblk_batch_reaped(): publish, then check. */
+		/* Pairs with vbblk_batch_cmd_done(): publish, then check. */
 		smp_mb();
 		held = plugged || vbblk_batch_keep(vblk, b, cmd);
 		if (!held)

@@ -404,7 +404,7 @@ int vbblk_bio_cmds_init(struct vbblk *vblk, void (*end)(struct vbblk_iohdr *))
 		}
 		bvq->sg = kvmalloc_array(vblk->sg_elems, sizeof(*bvq->sg),
 					 GFP_KERNEL);
-		if (!bvq->sg || !zalloc_cpumask_var(&bvq->cpus, GFP_KERNEL))
+		if (!bvq->sg)
 			goto fail;
 	}
 	return 0;
@@ -426,7 +426,6 @@ void vbblk_bio_cmds_exit(struct vbblk *vblk)
 		for (j = 0; bvq->cmds && j < vblk->depth; j++)
 			kfree(bvq->cmds[j]);
 		kvfree(bvq->cmds);
-		free_cpumask_var(bvq->cpus);
 	}
 	kfree(vblk->bio_vqs);
 	vblk->bio_vqs = NULL;

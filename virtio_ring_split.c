@@ -211,8 +211,7 @@ static struct vbblk_iohdr *vbblk_vq_reap(struct vbblk_vq *vq, bool polled,
 
 /*
  * End a reaped chain, outside the lock; returns how many ended. Then the
- * paths that wanted room retry, and the queue's owner does its work for
- * a completion (the bio path sends batches held for one).
+ * paths that wanted room retry.
  */
 static int vbblk_vq_end_chain(struct vbblk_vq *vq, struct vbblk_iohdr *done,
 			      vbblk_vq_fn room[VBBLK_ROOM_WAITERS],
@@ -232,8 +231,6 @@ static int vbblk_vq_end_chain(struct vbblk_vq *vq, struct vbblk_iohdr *done,
 	for (i = 0; i < VBBLK_ROOM_WAITERS; i++)
 		if (room[i])
 			room[i](vq);
-	if (n && vq->reaped)
-		vq->reaped(vq);
 	return n;
 }
 
