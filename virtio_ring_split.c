@@ -199,11 +199,12 @@ static struct vbblk_iohdr *vbblk_vq_reap(struct vbblk_vq *vq, bool polled,
 	/*
 	 * Only a reap that freed room wakes those waiting for it: a poller
 	 * spinning on an idle ring would wake them on every empty pass.
+	 * Requests fill the slots from the first: an empty one means none.
 	 */
-	if (head)
+	if (head && vq->room[0])
 		vbblk_vq_take_room(vq, room);
 	else
-		memset(room, 0, sizeof(vbblk_vq_fn) * VBBLK_ROOM_WAITERS);
+		room[0] = NULL;
 	spin_unlock_irqrestore(&vq->lock, flags);
 
 	return head;
@@ -228,7 +229,8 @@ static int vbblk_vq_end_chain(struct vbblk_vq *vq, struct vbblk_iohdr *done,
 		if (!add || !add(done, batch))
 			done->end(done);
 	}
-	for (i = 0; i < VBBLK_ROOM_WAITERS; i++)
+	/* Filled from the first slot; the rest unset when it is empty. */
+	for (i = 0; i < VBBLK_ROOM_WAITERS && room[0]; i++)
 		if (room[i])
 			room[i](vq);
 	return n;
