@@ -482,7 +482,7 @@ struct vbblk_batch {
 	struct vbblk_bio_cmd *cmd;	/* held, not yet on the ring */
 	bool plugged;			/* a plug holds it: its unplug sends it */
 	bool stream;			/* it continues a sequential stream */
-	sector_t last_end;		/* end of the last bio: stream detection */
+	sector_t last_end;		/* last bio's end, for streams; lockless */
 	atomic_t inflight;		/* its commands on the ring */
 	struct vbblk_vq *vq;
 };

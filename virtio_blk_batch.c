@@ -313,9 +313,9 @@ void vbblk_batch_flush_all(struct vbblk *vblk, enum vbblk_stat reason)
  * would send it promptly: the caller sends it now.
  */
 static bool vbblk_batch_hold(struct vbblk *vblk, struct vbblk_batch *b,
-			     struct vbblk_bio_cmd *cmd, bool stream)
+			     struct vbblk_bio_cmd *cmd, bool plugged,
+			     bool stream)
 {
-	bool plugged = vbblk_plug_note(vblk, NULL, b);
 	unsigned long flags;
 	bool held = false;
 
@@ -353,12 +353,22 @@ bool vbblk_batch_merge(struct vbblk *vblk, struct vbblk_batch *b,
 	struct vbblk_bio_cmd *cmd, *full = NULL;
 	unsigned long flags;
 
+	/*
+	 * Nothing held, as for random I/O: only the stream's end to note,
+	 * without the lock. A command another task holds meanwhile (one
+	 * preempted here, or that moved to this CPU) is left as it is.
+	 */
+	if (!READ_ONCE(b->cmd)) {
+		*stream = bio->bi_iter.bi_sector == READ_ONCE(b->last_end);
+		WRITE_ONCE(b->last_end, bio_end_sector(bio));
+		return false;
+	}
 	spin_lock_irqsave(&b->lock, flags);
 	cmd = b->cmd;
 	if (cmd && vbblk_batch_fits(vblk, cmd, bio, segs)) {
 		vbblk_bio_cmd_add_bio(cmd, bio, segs);
 		vbblk_stat_inc(vblk, VBBLK_STAT_MERGED);
-		b->last_end = cmd->end;
+		WRITE_ONCE(b->last_end, cmd->end);
 		b->stream = true;
 		if (vbblk_batch_full(vblk, cmd)) {
 			WRITE_ONCE(b->cmd, NULL);
@@ -373,8 +383,8 @@ bool vbblk_batch_merge(struct vbblk *vblk, struct vbblk_batch *b,
 	/* The held command cannot take this bio: it goes now. */
 	WRITE_ONCE(b->cmd, NULL);
 	b->plugged = false;
-	*stream = bio->bi_iter.bi_sector == b->last_end;
-	b->last_end = bio_end_sector(bio);
+	*stream = bio->bi_iter.bi_sector == READ_ONCE(b->last_end);
+	WRITE_ONCE(b->last_end, bio_end_sector(bio));
 	spin_unlock_irqrestore(&b->lock, flags);
 	if (cmd)
 		vbblk_batch_send(vblk, cmd, VBBLK_STAT_DISPATCH_NONCONTIG);
@@ -393,10 +403,13 @@ bool vbblk_batch_merge(struct vbblk *vblk, struct vbblk_batch *b,
 void vbblk_batch_add(struct vbblk *vblk, struct vbblk_batch *b,
 		     struct vbblk_bio_cmd *cmd, bool hold, bool stream)
 {
+	/* One look at the plug: its unplug notifies b->vq, sends @b's hold. */
+	bool plugged = vbblk_plug_note(vblk, b->vq, hold ? b : NULL);
+
 	WARN_ON_ONCE(cmd->vq != b->vq);
 	cmd->batch = b;
-	if (!hold || !vbblk_batch_hold(vblk, b, cmd, stream))
-		vbblk_batch_send(vblk, cmd, VBBLK_STAT_DISPATCH_DIRECT);
+	if (!hold || !vbblk_batch_hold(vblk, b, cmd, plugged, stream))
+		vbblk_batch_dispatch(cmd, VBBLK_STAT_DISPATCH_DIRECT, plugged);
 }
 
 /* A FLUSH/FUA bio on this CPU: what it holds goes first. */
