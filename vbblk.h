@@ -404,9 +404,18 @@ bool vbblk_retry_begin(struct vbblk_retry *r, struct vbblk *vblk,
 		       blk_status_t st, bool merged, sector_t sector);
 int vbblk_flush_sync(struct vbblk_vq *vq);
 
-/* Data scatterlist entries of a bio on the bio-mode disk. */
+/*
+ * Data scatterlist entries of a bio on the bio-mode disk. Data within one
+ * page, as most I/O is, is one entry whatever the limits: the block layer
+ * keeps max_segment_size and the segment boundary at least a page.
+ */
 static inline unsigned int vbblk_bio_segs(struct vbblk *vblk, struct bio *bio)
 {
+	struct bio_vec bv = mp_bvec_iter_bvec(bio->bi_io_vec, bio->bi_iter);
+
+	if (bio->bi_iter.bi_size && bv.bv_len == bio->bi_iter.bi_size &&
+	    offset_in_page(bv.bv_offset) + bv.bv_len <= PAGE_SIZE)
+		return 1;
 	return vbblk_bio_map(vblk->disk->queue, bio, NULL);
 }
 
@@ -437,6 +446,13 @@ struct vbblk_bio_vq {
 	struct scatterlist *sg;		/* scratch for one add; under vq->lock */
 } ____cacheline_aligned_in_smp;
 
+/* A bio command's step through FLUSH/FUA emulation (virtio_blk_bio.c). */
+enum vbblk_stage {
+	VBBLK_STAGE_DATA,
+	VBBLK_STAGE_PREFLUSH,
+	VBBLK_STAGE_POSTFLUSH,
+};
+
 struct vbblk_bio_cmd {
 	struct vbblk_iohdr hdr;
 	struct vbblk_vq *vq;
@@ -454,6 +470,7 @@ struct vbblk_bio_cmd {
 	struct vbblk_batch *batch;	/* the CPU's batch that counts it */
 	struct list_head park;
 	struct list_head flush_node;	/* waits for, or shares, a FLUSH */
+	struct scatterlist sg1;		/* the data of one bio in one piece */
 	struct llist_node free_node;	/* on free_cmds */
 	struct virtio_blk_discard_write_zeroes range;
 };
@@ -465,8 +482,23 @@ static inline struct vbblk_bio_vq *vbblk_bvq(struct vbblk_vq *vq)
 
 struct vbblk_bio_cmd *vbblk_bio_cmd_get(struct vbblk_bio_vq *bvq);
 struct vbblk_bio_cmd *vbblk_bio_cmd_wait(struct vbblk_bio_vq *bvq);
-void vbblk_bio_cmd_add_bio(struct vbblk_bio_cmd *cmd, struct bio *bio,
-			   unsigned int segs);
+
+/* Append @bio, @segs data segments, to the command's chain. */
+static inline void vbblk_bio_cmd_add_bio(struct vbblk_bio_cmd *cmd,
+					 struct bio *bio, unsigned int segs)
+{
+	bio->bi_next = NULL;
+	if (cmd->tail)
+		cmd->tail->bi_next = bio;
+	else
+		cmd->bio = bio;
+	cmd->tail = bio;
+	cmd->nr_bios++;
+	cmd->nr_segs += segs;
+	cmd->bytes += bio->bi_iter.bi_size;
+	cmd->end = bio_end_sector(bio);
+}
+
 void vbblk_bio_cmd_dispatch(struct vbblk_bio_cmd *cmd, bool plugged);
 void vbblk_bio_cmd_end_acct(struct vbblk_bio_cmd *cmd);
 void vbblk_bio_cmd_acct_flush(struct vbblk_bio_cmd *cmd, u64 started);

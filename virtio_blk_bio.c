@@ -32,12 +32,6 @@
 #include "vbblk.h"
 #include "vbblk_trace.h"
 
-enum vbblk_stage {
-	VBBLK_STAGE_DATA,
-	VBBLK_STAGE_PREFLUSH,
-	VBBLK_STAGE_POSTFLUSH,
-};
-
 /* No command for a REQ_NOWAIT bio: it ends with EAGAIN rather than wait. */
 static void vbblk_bio_would_block(struct vbblk *vblk, struct bio *bio)
 {
@@ -230,6 +224,12 @@ static void vbblk_bio_end_cmd(struct vbblk_iohdr *hdr)
 	struct vbblk_bio_cmd *cmd = container_of(hdr, struct vbblk_bio_cmd, hdr);
 	blk_status_t st = vbblk_status(hdr);
 
+	/* Most commands: data that went well, no flush stage after it. */
+	if (likely(cmd->stage == VBBLK_STAGE_DATA && !st && !cmd->postflush &&
+		   !cmd->retry.active)) {
+		vbblk_bio_cmd_end(cmd, BLK_STS_OK);
+		return;
+	}
 	if (cmd->stage != VBBLK_STAGE_DATA)
 		vbblk_flush_done(cmd, st);
 	else

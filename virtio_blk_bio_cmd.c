@@ -71,22 +71,6 @@ struct vbblk_bio_cmd *vbblk_bio_cmd_wait(struct vbblk_bio_vq *bvq)
 	return cmd;
 }
 
-/* Append @bio, @segs data segments, to the command's chain. */
-void vbblk_bio_cmd_add_bio(struct vbblk_bio_cmd *cmd, struct bio *bio,
-			   unsigned int segs)
-{
-	bio->bi_next = NULL;
-	if (cmd->tail)
-		cmd->tail->bi_next = bio;
-	else
-		cmd->bio = bio;
-	cmd->tail = bio;
-	cmd->nr_bios++;
-	cmd->nr_segs += segs;
-	cmd->bytes += bio->bi_iter.bi_size;
-	cmd->end = bio_end_sector(bio);
-}
-
 void vbblk_bio_cmd_free(struct vbblk_bio_cmd *cmd)
 {
 	struct vbblk_bio_vq *bvq = vbblk_bvq(cmd->vq);
@@ -144,6 +128,13 @@ static int vbblk_bio_add_locked(struct vbblk_vq *vq, struct vbblk_bio_cmd *cmd)
 	unsigned int n = 0;
 
 	lockdep_assert_held(&vq->lock);
+	/* Most commands: one bio's data in one piece, in its own entry. */
+	if (likely(cmd->nr_segs == 1 && cmd->nr_bios == 1 &&
+		   cmd->stage == VBBLK_STAGE_DATA)) {
+		vbblk_bio_map_one(cmd->bio, &cmd->sg1);
+		return vbblk_vq_add(vq, &cmd->hdr, &cmd->sg1,
+				    op_is_write(bio_op(cmd->bio)));
+	}
 	switch (virtio32_to_cpu(vblk->vdev, cmd->hdr.out.type)) {
 	case VIRTIO_BLK_T_IN:
 		out = false;
@@ -398,6 +389,7 @@ int vbblk_bio_cmds_init(struct vbblk *vblk, void (*end)(struct vbblk_iohdr *))
 			if (!cmd)
 				goto fail;
 			vbblk_iohdr_setup(&cmd->hdr, end);
+			sg_init_table(&cmd->sg1, 1);
 			cmd->vq = bvq->vq;
 			bvq->cmds[j] = cmd;
 			llist_add(&cmd->free_node, &bvq->free_cmds);
