@@ -411,9 +411,13 @@ int vbblk_flush_sync(struct vbblk_vq *vq);
  */
 static inline unsigned int vbblk_bio_segs(struct vbblk *vblk, struct bio *bio)
 {
-	struct bio_vec bv = mp_bvec_iter_bvec(bio->bi_io_vec, bio->bi_iter);
+	struct bio_vec bv;
 
-	if (bio->bi_iter.bi_size && bv.bv_len == bio->bi_iter.bi_size &&
+	/* An empty bio (a flush) may have no vector table at all. */
+	if (!bio->bi_iter.bi_size)
+		return 0;
+	bv = mp_bvec_iter_bvec(bio->bi_io_vec, bio->bi_iter);
+	if (bv.bv_len == bio->bi_iter.bi_size &&
 	    offset_in_page(bv.bv_offset) + bv.bv_len <= PAGE_SIZE)
 		return 1;
 	return vbblk_bio_map(vblk->disk->queue, bio, NULL);
