@@ -128,9 +128,12 @@ static int vbblk_bio_add_locked(struct vbblk_vq *vq, struct vbblk_bio_cmd *cmd)
 	unsigned int n = 0;
 
 	lockdep_assert_held(&vq->lock);
-	/* Most commands: one bio's data in one piece, in its own entry. */
-	if (likely(cmd->nr_segs == 1 && cmd->nr_bios == 1 &&
-		   cmd->stage == VBBLK_STAGE_DATA)) {
+	/*
+	 * Data in one piece, most commands: in the command's own entry.
+	 * nr_segs counts what is mapped: a retry maps its first bio alone.
+	 */
+	if (likely(cmd->nr_segs == 1 && cmd->stage == VBBLK_STAGE_DATA &&
+		   (cmd->bio == cmd->tail || cmd->retry.active))) {
 		vbblk_bio_map_one(cmd->bio, &cmd->sg1);
 		return vbblk_vq_add(vq, &cmd->hdr, &cmd->sg1,
 				    op_is_write(bio_op(cmd->bio)));
@@ -143,12 +146,7 @@ static int vbblk_bio_add_locked(struct vbblk_vq *vq, struct vbblk_bio_cmd *cmd)
 		if (!cmd->nr_segs)
 			break;
 		vbblk_sg_init(bvq->sg, cmd->nr_segs);
-		/* nr_segs counts what is mapped: a retry maps one bio. */
-		if (cmd->nr_segs == 1 &&
-		    (cmd->bio == cmd->tail || cmd->retry.active)) {
-			vbblk_bio_map_one(cmd->bio, bvq->sg);
-			n = 1;
-		} else if (unlikely(cmd->retry.active)) {
+		if (unlikely(cmd->retry.active)) {
 			n = vbblk_bio_map(q, cmd->bio, bvq->sg);
 		} else {
 			for (bio = cmd->bio; bio; bio = bio->bi_next)

@@ -230,8 +230,8 @@ static int vbblk_vq_end_chain(struct vbblk_vq *vq, struct vbblk_iohdr *done,
 			done->end(done);
 	}
 	/* Filled from the first slot; the rest unset when it is empty. */
-	for (i = 0; i < VBBLK_ROOM_WAITERS && room[0]; i++)
-		if (room[i])
+	if (room[0])
+		for (i = 0; i < VBBLK_ROOM_WAITERS && room[i]; i++)
 			room[i](vq);
 	return n;
 }
