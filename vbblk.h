@@ -114,6 +114,7 @@ enum vbblk_stat {
 	VBBLK_STAT_URING_CMDS,		/* io_uring passthrough commands sent */
 	VBBLK_STAT_URING_POLLED_ELSEWHERE, /* polled, reaped by another poller */
 	VBBLK_STAT_URING_DEFERRED,	/* passthrough queued from our worker */
+	VBBLK_STAT_INDIRECT_RING,	/* paired: commands on the indirect ring */
 	VBBLK_NR_STATS,
 };
 
@@ -149,6 +150,9 @@ typedef bool (*vbblk_batch_fn)(struct vbblk_iohdr *hdr, void *batch);
 /* Paths that may wait for room on one ring at once: bio, request, uring. */
 #define VBBLK_ROOM_WAITERS	3
 
+/* A vbblk_vq's rings, as bits of its ->added and ->kick. */
+enum { VBBLK_KICK_DIRECT, VBBLK_KICK_BIG };
+
 /*
  * Bio mode: device FLUSHes shared by concurrent flush stages (see
  * vbblk_flush_stage()). @running leads the FLUSH on the ring, @covered
@@ -165,7 +169,16 @@ struct vbblk_flush {
 /* One virtqueue: the ring layer's (virtio_ring_split.c). */
 struct vbblk_vq {
 	spinlock_t lock;		/* serialises add, kick_prepare, get_buf */
-	struct virtqueue *vq;
+	struct virtqueue *vq;		/* with @big: direct descriptors only */
+	/*
+	 * Where the device has two queues per queue used: an indirect queue
+	 * beside @vq for the commands @vq cannot take, large or refused for
+	 * room. Both are one vbblk_vq to the layers above.
+	 */
+	struct virtqueue *big;
+	unsigned int big_inflight;	/* of @inflight, on @big; under lock */
+	u8 added;			/* VBBLK_KICK_* rings added to; under lock */
+	unsigned long kick;		/* with @big: VBBLK_KICK_* rings to notify */
 	struct vbblk *vblk;
 	unsigned int index;
 	unsigned int inflight;		/* on the ring; written under lock */
@@ -173,6 +186,7 @@ struct vbblk_vq {
 	/* paths refused for lack of room, called after the next reap; under lock */
 	vbblk_vq_fn room[VBBLK_ROOM_WAITERS];
 	char name[16];
+	char big_name[16];
 } ____cacheline_aligned_in_smp;
 
 struct vbblk {
@@ -214,6 +228,7 @@ struct vbblk {
 
 	unsigned int num_vqs;		/* interrupt-driven, then polled */
 	unsigned int num_poll_vqs;	/* the last ones; callbacks off */
+	bool paired;			/* each with an indirect ring (->big) */
 	struct vbblk_vq *vqs;
 
 	unsigned int sg_elems;		/* data segments per command */
@@ -315,7 +330,8 @@ void vbblk_vq_notify(struct vbblk_vq *vq);
 void vbblk_vq_kick(struct vbblk_vq *vq);
 int vbblk_vq_poll(struct vbblk_vq *vq);
 int vbblk_vq_poll_batch(struct vbblk_vq *vq, vbblk_batch_fn add, void *batch);
-int vbblk_init_vqs(struct vbblk *vblk, unsigned int want, unsigned int npoll);
+int vbblk_init_vqs(struct vbblk *vblk, unsigned int want, unsigned int npoll,
+		   bool paired);
 void vbblk_del_vqs(struct vbblk *vblk);
 unsigned int vbblk_vqs_inflight(struct vbblk *vblk);
 unsigned long vbblk_vqs_completed(struct vbblk *vblk);

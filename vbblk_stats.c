@@ -37,6 +37,7 @@ VBBLK_STAT_ATTR(bios, VBBLK_STAT_BIOS);
 VBBLK_STAT_ATTR(uring_cmds, VBBLK_STAT_URING_CMDS);
 VBBLK_STAT_ATTR(uring_polled_elsewhere, VBBLK_STAT_URING_POLLED_ELSEWHERE);
 VBBLK_STAT_ATTR(uring_deferred, VBBLK_STAT_URING_DEFERRED);
+VBBLK_STAT_ATTR(indirect_ring, VBBLK_STAT_INDIRECT_RING);
 VBBLK_STAT_ATTR(requests, VBBLK_STAT_REQUESTS);
 VBBLK_STAT_ATTR(flushes, VBBLK_STAT_FLUSHES);
 VBBLK_STAT_ATTR(merged, VBBLK_STAT_MERGED);
@@ -83,6 +84,7 @@ static struct attribute *vbblk_stats_attrs[] = {
 	&vbblk_stat_attr_uring_cmds.attr.attr,
 	&vbblk_stat_attr_uring_polled_elsewhere.attr.attr,
 	&vbblk_stat_attr_uring_deferred.attr.attr,
+	&vbblk_stat_attr_indirect_ring.attr.attr,
 	NULL,
 };
 

@@ -520,9 +520,11 @@ static void vbblk_scsi_limits(struct vbblk *vblk)
  * Virtqueues to ask for: poll queues first take what poll_queues asks,
  * leaving the interrupt-driven queues at least one; those are then capped
  * by num_queues and the CPU count. Returns the total; *npoll the polled.
+ * *paired: the device has twice that many, and indirect descriptors, so
+ * each queue gets a direct ring for small commands and an indirect one.
  */
 static unsigned int vbblk_wanted_vqs(struct virtio_device *vdev,
-				     unsigned int *npoll)
+				     unsigned int *npoll, bool *paired)
 {
 	unsigned int io, poll;
 	u16 n = 1;
@@ -534,6 +536,8 @@ static unsigned int vbblk_wanted_vqs(struct virtio_device *vdev,
 	poll = min_t(unsigned int, vbblk_poll_queues, n - 1);
 	io = min3(n - poll, vbblk_num_queues, nr_cpu_ids);
 	*npoll = min(poll, VBBLK_MAX_QUEUES - io);
+	*paired = virtio_has_feature(vdev, VIRTIO_RING_F_INDIRECT_DESC) &&
+		  n >= 2 * (io + *npoll);
 	return io + *npoll;
 }
 
@@ -784,6 +788,7 @@ static int vbblk_probe(struct virtio_device *vdev)
 	struct queue_limits lim;
 	unsigned int want, npoll;
 	struct vbblk *vblk;
+	bool paired;
 	int err;
 
 	if (!vdev->config->get) {
@@ -806,8 +811,8 @@ static int vbblk_probe(struct virtio_device *vdev)
 		goto out_free;
 	}
 
-	want = vbblk_wanted_vqs(vdev, &npoll);
-	err = vbblk_init_vqs(vblk, want, npoll);
+	want = vbblk_wanted_vqs(vdev, &npoll, &paired);
+	err = vbblk_init_vqs(vblk, want, npoll, paired);
 	if (err)
 		goto out_free;
 
@@ -866,11 +871,12 @@ static int vbblk_probe(struct virtio_device *vdev)
 		dev_warn(&vdev->dev, "%s: no /dev/vbblk/%s (error %d)\n",
 			 vblk->disk->disk_name, vblk->disk->disk_name, err);
 
-	dev_info(&vdev->dev, "%s: %s mode, %u queue%s (%u polled), depth %u, %u segments\n",
+	dev_info(&vdev->dev, "%s: %s mode, %u queue%s (%u polled%s), depth %u, %u segments\n",
 		 vblk->disk->disk_name, vbblk_mode_names[vblk->mode],
 		 vblk->num_vqs, vblk->num_vqs > 1 ? "s" : "",
-		 vblk->num_poll_vqs, vblk->tag_set.queue_depth,
-		 vblk->sg_elems);
+		 vblk->num_poll_vqs,
+		 vblk->paired ? ", each with an indirect ring" : "",
+		 vblk->tag_set.queue_depth, vblk->sg_elems);
 	return 0;
 
 out_reset:
@@ -1024,7 +1030,8 @@ static int vbblk_restore(struct virtio_device *vdev)
 	 * until it is unbound.
 	 */
 	for (tries = 0; tries < 3; tries++) {
-		err = vbblk_init_vqs(vblk, vblk->num_vqs, vblk->num_poll_vqs);
+		err = vbblk_init_vqs(vblk, vblk->num_vqs, vblk->num_poll_vqs,
+				     vblk->paired);
 		if (err != -ENOMEM)
 			break;
 		msleep(100);

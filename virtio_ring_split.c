@@ -12,6 +12,14 @@
  * its issuer set: the ring never knows which path a command came from.
  * A path refused for lack of room asks to be called back when a reap
  * frees some (vbblk_vq_want_room()); its own ring-full state stays its own.
+ *
+ * The ring core gives a command of more than one buffer an indirect table,
+ * allocated and freed per command, unless its queue was made without them
+ * (find_vqs' ctx). Where the device has two queues per queue we use, each
+ * vbblk_vq pairs a direct ring for small commands with an indirect one
+ * (->big) for large ones and for small ones the direct ring has no room
+ * for: a 4k command then costs no allocation, a 1 MiB one still one
+ * descriptor. Both rings are under the one lock.
  */
 #include <linux/interrupt.h>
 #include <linux/mm.h>
@@ -22,13 +30,39 @@
 #include "include/vbblk_compat.h"
 #include "vbblk_trace.h"
 
-/* Put one command's buffers on the ring and count it; caller holds vq->lock. */
+/* A command this small (in data buffers) goes on a pair's direct ring. */
+#define VBBLK_DIRECT_SEGS	4
+
+/*
+ * The descriptors a command with @data takes straight on the ring, or 0
+ * when it has more than VBBLK_DIRECT_SEGS data buffers.
+ */
+static unsigned int vbblk_vq_direct_descs(struct scatterlist *data)
+{
+	unsigned int n = 3;	/* header, a data buffer, status */
+
+	if (!data)
+		return 2;
+	for (; !sg_is_last(data); data = sg_next(data))
+		if (++n > VBBLK_DIRECT_SEGS + 2)
+			return 0;
+	return n;
+}
+
+/*
+ * Put one command's buffers on the ring and count it; caller holds
+ * vq->lock. @direct: the descriptors it takes on a pair's direct ring, 0
+ * for the indirect one. The room is checked here: a full ring would make
+ * the core notify the device under our lock.
+ */
 static int vbblk_vq_add_sgs(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 			    struct scatterlist **sgs, unsigned int n_out,
-			    unsigned int n_in)
+			    unsigned int n_in, unsigned int direct)
 {
 	struct vbblk *vblk = vq->vblk;
 	u32 type = virtio32_to_cpu(vblk->vdev, hdr->out.type);
+	struct virtqueue *ring = vq->vq;
+	u8 bit = BIT(VBBLK_KICK_DIRECT);
 	int err;
 
 	lockdep_assert_held(&vq->lock);
@@ -36,9 +70,18 @@ static int vbblk_vq_add_sgs(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 	if (unlikely(READ_ONCE(vblk->broken)))
 		return -EIO;
 
-	err = virtqueue_add_sgs(vq->vq, sgs, n_out, n_in, hdr, GFP_ATOMIC);
+	if (vq->big && (!direct || ring->num_free < direct)) {
+		ring = vq->big;
+		bit = BIT(VBBLK_KICK_BIG);
+	}
+	err = virtqueue_add_sgs(ring, sgs, n_out, n_in, hdr, GFP_ATOMIC);
 	if (err)
 		return err;
+	vq->added |= bit;
+	if (ring == vq->big) {
+		vq->big_inflight++;
+		vbblk_stat_inc(vblk, VBBLK_STAT_INDIRECT_RING);
+	}
 	if (trace_vbblk_cmd_queue_enabled()) {
 		unsigned int i, descs = 0;
 
@@ -67,11 +110,14 @@ int vbblk_vq_add(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 {
 	struct scatterlist *sgs[3] = { &hdr->out_sg, data, &hdr->status_sg };
 
+	unsigned int direct = vq->big ? vbblk_vq_direct_descs(data) : 0;
+
 	if (!data) {
 		sgs[1] = &hdr->status_sg;
-		return vbblk_vq_add_sgs(vq, hdr, sgs, 1, 1);
+		return vbblk_vq_add_sgs(vq, hdr, sgs, 1, 1, direct);
 	}
-	return vbblk_vq_add_sgs(vq, hdr, sgs, 1 + data_out, 2 - data_out);
+	return vbblk_vq_add_sgs(vq, hdr, sgs, 1 + data_out, 2 - data_out,
+				direct);
 }
 
 /*
@@ -103,22 +149,60 @@ int vbblk_vq_add_scsi(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 	sgs[n++] = &inhdr_sg;
 	sgs[n++] = &hdr->status_sg;
 
-	return vbblk_vq_add_sgs(vq, hdr, sgs, n_out, n_in);
+	/* Rare and up to six parts beside the data: the indirect ring. */
+	return vbblk_vq_add_sgs(vq, hdr, sgs, n_out, n_in, 0);
+}
+
+/*
+ * A pair's half kick: each ring added to since its last is prepared, and
+ * one that wants a notify is marked for whichever vbblk_vq_notify() comes
+ * next; that one follows every mark made before it, so none is lost.
+ */
+static bool vbblk_vq_kick_prepare_pair(struct vbblk_vq *vq)
+{
+	bool any = false;
+
+	if ((vq->added & BIT(VBBLK_KICK_DIRECT)) &&
+	    virtqueue_kick_prepare(vq->vq)) {
+		set_bit(VBBLK_KICK_DIRECT, &vq->kick);
+		any = true;
+	}
+	if ((vq->added & BIT(VBBLK_KICK_BIG)) &&
+	    virtqueue_kick_prepare(vq->big)) {
+		set_bit(VBBLK_KICK_BIG, &vq->kick);
+		any = true;
+	}
+	vq->added = 0;
+	return any;
 }
 
 /* First half of a kick; caller holds vq->lock. */
 bool vbblk_vq_kick_prepare(struct vbblk_vq *vq)
 {
 	lockdep_assert_held(&vq->lock);
+	if (vq->big)
+		return vbblk_vq_kick_prepare_pair(vq);
 	return virtqueue_kick_prepare(vq->vq);
+}
+
+static void vbblk_vq_notify_ring(struct vbblk_vq *vq, struct virtqueue *ring)
+{
+	vbblk_stat_inc(vq->vblk, VBBLK_STAT_NOTIFIES);
+	trace_vbblk_notify(vq);
+	virtqueue_notify(ring);
 }
 
 /* Second half; called without vq->lock. */
 void vbblk_vq_notify(struct vbblk_vq *vq)
 {
-	vbblk_stat_inc(vq->vblk, VBBLK_STAT_NOTIFIES);
-	trace_vbblk_notify(vq);
-	virtqueue_notify(vq->vq);
+	if (!vq->big) {
+		vbblk_vq_notify_ring(vq, vq->vq);
+		return;
+	}
+	if (test_and_clear_bit(VBBLK_KICK_DIRECT, &vq->kick))
+		vbblk_vq_notify_ring(vq, vq->vq);
+	if (test_and_clear_bit(VBBLK_KICK_BIG, &vq->kick))
+		vbblk_vq_notify_ring(vq, vq->big);
 }
 
 /* Both halves, for callers that do not hold the lock. */
@@ -168,7 +252,45 @@ static void vbblk_vq_take_room(struct vbblk_vq *vq,
 }
 
 /*
- * Take every used buffer off the ring, oldest first, with the room
+ * Take @ring's used buffers onto the chain at @tail; returns its new tail
+ * and, in *@n, how many.
+ */
+static struct vbblk_iohdr **vbblk_vq_get_bufs(struct vbblk_vq *vq,
+					      struct virtqueue *ring,
+					      struct vbblk_iohdr **tail,
+					      unsigned int *n)
+{
+	struct vbblk_iohdr *hdr;
+	unsigned int len;
+
+	while ((hdr = virtqueue_get_buf(ring, &len)) != NULL) {
+		*tail = hdr;
+		tail = &hdr->done_next;
+		WRITE_ONCE(vq->inflight, vq->inflight - 1);
+		WRITE_ONCE(vq->completed, vq->completed + 1);
+		(*n)++;
+	}
+	return tail;
+}
+
+/*
+ * A pair's indirect ring, while it has commands: its callbacks stay on
+ * when it has none, so an idle one costs a reap nothing.
+ */
+static struct vbblk_iohdr **vbblk_vq_get_big(struct vbblk_vq *vq, bool polled,
+					     struct vbblk_iohdr **tail)
+{
+	unsigned int n = 0;
+
+	if (!polled)
+		virtqueue_disable_cb(vq->big);
+	tail = vbblk_vq_get_bufs(vq, vq->big, tail, &n);
+	vq->big_inflight -= n;
+	return tail;
+}
+
+/*
+ * Take every used buffer off the ring (a pair's two), oldest first in each, with the room
  * requests if any was taken. An interrupt-driven queue's callbacks are re-enabled before
  * returning, and the loop re-checks for buffers that raced with
  * re-enabling, so no completion is left without an interrupt. A poll
@@ -177,22 +299,28 @@ static void vbblk_vq_take_room(struct vbblk_vq *vq,
 static struct vbblk_iohdr *vbblk_vq_reap(struct vbblk_vq *vq, bool polled,
 					 vbblk_vq_fn room[VBBLK_ROOM_WAITERS])
 {
-	struct vbblk_iohdr *head = NULL, **tail = &head, *hdr;
+	struct vbblk_iohdr *head = NULL, **tail = &head;
 	unsigned long flags;
-	unsigned int len;
+	unsigned int n = 0;
+	bool big;
 
 	spin_lock_irqsave(&vq->lock, flags);
+	/*
+	 * Nothing is added while we hold the lock; once turned off here the
+	 * indirect ring's callbacks must be turned back on, even if it drains.
+	 */
+	big = vq->big && vq->big_inflight;
 	for (;;) {
 		if (!polled)
 			virtqueue_disable_cb(vq->vq);
-		while ((hdr = virtqueue_get_buf(vq->vq, &len)) != NULL) {
-			*tail = hdr;
-			tail = &hdr->done_next;
-			WRITE_ONCE(vq->inflight, vq->inflight - 1);
-			WRITE_ONCE(vq->completed, vq->completed + 1);
-		}
-		if (polled || unlikely(virtqueue_is_broken(vq->vq)) ||
-		    virtqueue_enable_cb(vq->vq))
+		tail = vbblk_vq_get_bufs(vq, vq->vq, tail, &n);
+		if (big)
+			tail = vbblk_vq_get_big(vq, polled, tail);
+		if (polled || unlikely(virtqueue_is_broken(vq->vq)))
+			break;
+		/* Both back on, or round again for what raced with it. */
+		if (virtqueue_enable_cb(vq->vq) &&
+		    (!big || virtqueue_enable_cb(vq->big)))
 			break;
 	}
 	*tail = NULL;
@@ -236,10 +364,18 @@ static int vbblk_vq_end_chain(struct vbblk_vq *vq, struct vbblk_iohdr *done,
 	return n;
 }
 
-static void vbblk_vq_done(struct virtqueue *_vq)
+/* A pair's indirect rings follow all the direct ones (vbblk_init_vqs()). */
+static struct vbblk_vq *vbblk_vq_of(struct virtqueue *_vq)
 {
 	struct vbblk *vblk = _vq->vdev->priv;
-	struct vbblk_vq *vq = &vblk->vqs[_vq->index];
+	unsigned int i = _vq->index;
+
+	return &vblk->vqs[i < vblk->num_vqs ? i : i - vblk->num_vqs];
+}
+
+static void vbblk_vq_done(struct virtqueue *_vq)
+{
+	struct vbblk_vq *vq = vbblk_vq_of(_vq);
 	vbblk_vq_fn room[VBBLK_ROOM_WAITERS];
 	struct vbblk_iohdr *done;
 
@@ -283,27 +419,36 @@ int vbblk_vq_poll(struct vbblk_vq *vq)
 
 /*
  * Find up to @want request virtqueues (fewer if the device has fewer) and
- * spread their interrupts over the CPUs. Keeps the vqs array across
- * freeze/restore so the count must not change then.
+ * spread their interrupts over the CPUs; @paired: each with an indirect
+ * ring beside it, which needs twice as many from the device. Keeps the vqs
+ * array across freeze/restore so the count must not change then.
  */
-int vbblk_init_vqs(struct vbblk *vblk, unsigned int want, unsigned int npoll)
+int vbblk_init_vqs(struct vbblk *vblk, unsigned int want, unsigned int npoll,
+		   bool paired)
 {
 	struct virtio_device *vdev = vblk->vdev;
-	/* Poll queues come last: their vectors stay out of the CPU spread. */
-	struct irq_affinity desc = { .post_vectors = npoll };
+	unsigned int n = paired ? 2 * want : want;
+	/*
+	 * Poll queues come last, then the indirect rings: their vectors stay
+	 * out of the CPU spread (a spread of more vectors than CPUs would
+	 * leave some with none). Large commands complete on any CPU.
+	 */
+	struct irq_affinity desc = { .post_vectors = n - want + npoll };
 	vq_callback_t **callbacks;
 	struct virtqueue **vqs;
 	const char **names;
+	bool *ctx;
 	bool fresh = !vblk->vqs;
 	unsigned int i;
 	int err = -ENOMEM;
 
-	vqs = kcalloc(want, sizeof(*vqs), GFP_KERNEL);
-	callbacks = kcalloc(want, sizeof(*callbacks), GFP_KERNEL);
-	names = kcalloc(want, sizeof(*names), GFP_KERNEL);
+	vqs = kcalloc(n, sizeof(*vqs), GFP_KERNEL);
+	callbacks = kcalloc(n, sizeof(*callbacks), GFP_KERNEL);
+	names = kcalloc(n, sizeof(*names), GFP_KERNEL);
+	ctx = kcalloc(n, sizeof(*ctx), GFP_KERNEL);
 	if (fresh)
 		vblk->vqs = kcalloc(want, sizeof(*vblk->vqs), GFP_KERNEL);
-	if (!vqs || !callbacks || !names || !vblk->vqs)
+	if (!vqs || !callbacks || !names || !ctx || !vblk->vqs)
 		goto out;
 
 	for (i = 0; i < want; i++) {
@@ -313,6 +458,9 @@ int vbblk_init_vqs(struct vbblk *vblk, unsigned int want, unsigned int npoll)
 		vq->vblk = vblk;
 		vq->index = i;
 		vq->inflight = 0;
+		vq->big_inflight = 0;
+		vq->added = 0;
+		vq->kick = 0;
 		memset(vq->room, 0, sizeof(vq->room));
 		if (i < want - npoll) {
 			snprintf(vq->name, sizeof(vq->name), "req.%u", i);
@@ -323,24 +471,38 @@ int vbblk_init_vqs(struct vbblk *vblk, unsigned int want, unsigned int npoll)
 			callbacks[i] = vbblk_vq_poll_signal;
 		}
 		names[i] = vq->name;
+		/* A pair's direct ring: no indirect tables on it. */
+		ctx[i] = paired;
+		if (paired) {
+			snprintf(vq->big_name, sizeof(vq->big_name), "big.%u", i);
+			callbacks[want + i] = callbacks[i];
+			names[want + i] = vq->big_name;
+		}
 	}
 
-	err = vbblk_find_vqs(vdev, want, vqs, callbacks, names, &desc);
+	err = vbblk_find_vqs(vdev, n, vqs, callbacks, names, ctx, &desc);
 	if (err)
 		goto out;
 
-	for (i = 0; i < want; i++)
+	for (i = 0; i < want; i++) {
 		vblk->vqs[i].vq = vqs[i];
+		vblk->vqs[i].big = paired ? vqs[want + i] : NULL;
+	}
 	/* Reaped by polling: ask the device not to signal. */
-	for (i = want - npoll; i < want; i++)
+	for (i = want - npoll; i < want; i++) {
 		virtqueue_disable_cb(vqs[i]);
+		if (paired)
+			virtqueue_disable_cb(vqs[want + i]);
+	}
 	vblk->num_vqs = want;
 	vblk->num_poll_vqs = npoll;
+	vblk->paired = paired;
 out:
 	if (err && fresh) {
 		kfree(vblk->vqs);
 		vblk->vqs = NULL;
 	}
+	kfree(ctx);
 	kfree(names);
 	kfree(callbacks);
 	kfree(vqs);
@@ -373,6 +535,22 @@ unsigned long vbblk_vqs_completed(struct vbblk *vblk)
 	return n;
 }
 
+/* Take back what @ring never gave the device, as failed, onto @tail. */
+static struct vbblk_iohdr **vbblk_vq_detach(struct vbblk_vq *vq,
+					    struct virtqueue *ring,
+					    struct vbblk_iohdr **tail)
+{
+	struct vbblk_iohdr *hdr;
+
+	while ((hdr = virtqueue_detach_unused_buf(ring)) != NULL) {
+		hdr->status = VIRTIO_BLK_S_IOERR;
+		*tail = hdr;
+		tail = &hdr->done_next;
+		WRITE_ONCE(vq->inflight, vq->inflight - 1);
+	}
+	return tail;
+}
+
 /*
  * Give up on a device that stopped answering (its vhost-user backend
  * died): reset it, after which it never touches our buffers again, and end
@@ -389,16 +567,15 @@ void vbblk_vqs_abort(struct vbblk *vblk)
 	virtio_reset_device(vblk->vdev);
 	for (i = 0; i < vblk->num_vqs; i++) {
 		struct vbblk_vq *vq = &vblk->vqs[i];
-		struct vbblk_iohdr *head = NULL, **tail = &head, *hdr;
+		struct vbblk_iohdr *head = NULL, **tail = &head;
 		vbblk_vq_fn room[VBBLK_ROOM_WAITERS];
 		unsigned long flags;
 
 		spin_lock_irqsave(&vq->lock, flags);
-		while ((hdr = virtqueue_detach_unused_buf(vq->vq)) != NULL) {
-			hdr->status = VIRTIO_BLK_S_IOERR;
-			*tail = hdr;
-			tail = &hdr->done_next;
-			WRITE_ONCE(vq->inflight, vq->inflight - 1);
+		tail = vbblk_vq_detach(vq, vq->vq, tail);
+		if (vq->big) {
+			tail = vbblk_vq_detach(vq, vq->big, tail);
+			vq->big_inflight = 0;
 		}
 		*tail = NULL;
 		vbblk_vq_take_room(vq, room);

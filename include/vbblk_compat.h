@@ -278,15 +278,19 @@ static inline void vbblk_free_queue(struct request_queue *q)
 	blk_put_queue(q);
 }
 
-/* The parallel callback/name arrays, or struct virtqueue_info. */
+/*
+ * The parallel callback/name/ctx arrays, or struct virtqueue_info. A queue
+ * with @ctx set keeps its buffers' context, which the ring core gives for
+ * indirect tables: it puts every command straight on the ring.
+ */
 static inline int vbblk_find_vqs(struct virtio_device *vdev, unsigned int n,
 				 struct virtqueue *vqs[],
 				 vq_callback_t *callbacks[],
-				 const char * const names[],
+				 const char * const names[], const bool *ctx,
 				 struct irq_affinity *desc)
 {
 #ifndef HAVE_VIRTQUEUE_INFO
-	return virtio_find_vqs(vdev, n, vqs, callbacks, names, desc);
+	return virtio_find_vqs_ctx(vdev, n, vqs, callbacks, names, ctx, desc);
 #else
 	struct virtqueue_info *info;
 	unsigned int i;
@@ -298,6 +302,7 @@ static inline int vbblk_find_vqs(struct virtio_device *vdev, unsigned int n,
 	for (i = 0; i < n; i++) {
 		info[i].name = names[i];
 		info[i].callback = callbacks[i];
+		info[i].ctx = ctx && ctx[i];
 	}
 	err = virtio_find_vqs(vdev, n, vqs, info, desc);
 	kfree(info);
