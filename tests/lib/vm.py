@@ -142,6 +142,7 @@ class Disk:
     {'num-queues': 2, 'queue-size': 256, 'discard': 'on', 'write-zeroes': 'on',
      'config-wce': 'on', 'logical_block_size': 4096, 'physical_block_size': 4096,
      'min_io_size': 4096, 'opt_io_size': 65536, 'cyls': 100, 'heads': 16, 'secs': 63}.
+    Without num-queues in `props` the device gets 4 (vhost-user: 1).
     `prefill(path)` is called on the host to fill the backing file before boot.
     `side` (SIDES) picks the device implementation; vhost-user takes the
     'raw' backend and, of the props, num-queues and queue-size. Its
@@ -165,6 +166,11 @@ class Disk:
         self.cache = cache
         self.discard = discard
         self.props = dict(props or {})
+        # QEMU's default is one queue per vCPU. Four (two per vCPU of the
+        # usual guest) makes vbblk pair each queue with an indirect ring,
+        # which most tests then cover; a disk that names num-queues does not.
+        if side != 'vhost-user':
+            self.props.setdefault('num-queues', 4)
         self.blkdebug_config = blkdebug_config
         self.prefill = prefill
         self.sparse = sparse

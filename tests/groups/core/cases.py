@@ -12,10 +12,10 @@ from vm import Disk, sha256_file
 
 @test('integrity', timeout=480, modes=ALL_PATHS, sides=SIDES3, side_modes=BOTH)
 def _integrity(side='main'):
-    """fio crc32c verify (seq+rand, 512B-1MiB, qd 1/32, 2 jobs) on 1- and 2-queue disks
-    (vhost-user: 2 and 4), then reload and re-verify; main loop, iothread and vhost-user
-    (batch=0 on the main loop only)"""
-    nq = (2, 4) if side == 'vhost-user' else (1, 2)
+    """fio crc32c verify (seq+rand, 512B-1MiB, qd 1/32, 2 jobs) on a disk with 1 queue
+    (vhost-user: 2) and one with 4, paired (a direct and an indirect ring per CPU), then
+    reload and re-verify; main loop, iothread and vhost-user (batch=0 on the main loop only)"""
+    nq = (2, 4) if side == 'vhost-user' else (1, 4)
     return [Disk('integ1', '64M', serial='INTEG-1', props={'num-queues': nq[0]}),
             Disk('integ2', '64M', serial='INTEG-2', props={'num-queues': nq[1]})]
 
@@ -99,8 +99,9 @@ def _coexist():
 def _pm_freeze():
     """suspend with pm_test=devices (driver freeze/restore) during verified writes, block
     and (vbblk) passthrough, interrupt-driven and IOPOLL"""
-    # two queues: one of them polled (poll_queues=1)
-    return [Disk('pm', '64M', serial='PM-1', props={'num-queues': 2})]
+    # six queues on two CPUs, poll_queues=1: two interrupt-driven and one
+    # polled, each paired with an indirect ring, all remade by restore
+    return [Disk('pm', '64M', serial='PM-1', props={'num-queues': 6})]
 
 
 @test('partstat', timeout=180, modes=ALL_PATHS)
