@@ -150,8 +150,9 @@ typedef bool (*vbblk_batch_fn)(struct vbblk_iohdr *hdr, void *batch);
 /* Paths that may wait for room on one ring at once: bio, request, uring. */
 #define VBBLK_ROOM_WAITERS	3
 
-/* A vbblk_vq's rings, as bits of its ->added and ->kick. */
-enum { VBBLK_KICK_DIRECT, VBBLK_KICK_BIG };
+/* A vbblk_vq's rings: its ->added, and what a kick prepared. */
+#define VBBLK_KICK_DIRECT	BIT(0)
+#define VBBLK_KICK_BIG		BIT(1)
 
 /*
  * Bio mode: device FLUSHes shared by concurrent flush stages (see
@@ -177,8 +178,7 @@ struct vbblk_vq {
 	 */
 	struct virtqueue *big;
 	unsigned int big_inflight;	/* of @inflight, on @big; under lock */
-	u8 added;			/* VBBLK_KICK_* rings added to; under lock */
-	unsigned long kick;		/* with @big: VBBLK_KICK_* rings to notify */
+	u8 added;			/* with @big: VBBLK_KICK_* rings added to; under lock */
 	struct vbblk *vblk;
 	unsigned int index;
 	unsigned int inflight;		/* on the ring; written under lock */
@@ -325,8 +325,8 @@ int vbblk_vq_add_scsi(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 		      struct vbblk_scsi_io *sio, struct scatterlist *data,
 		      bool data_out);
 void vbblk_vq_want_room(struct vbblk_vq *vq, vbblk_vq_fn fn);
-bool vbblk_vq_kick_prepare(struct vbblk_vq *vq);
-void vbblk_vq_notify(struct vbblk_vq *vq);
+unsigned int vbblk_vq_kick_prepare(struct vbblk_vq *vq);
+void vbblk_vq_notify(struct vbblk_vq *vq, unsigned int rings);
 void vbblk_vq_kick(struct vbblk_vq *vq);
 int vbblk_vq_poll(struct vbblk_vq *vq);
 int vbblk_vq_poll_batch(struct vbblk_vq *vq, vbblk_batch_fn add, void *batch);

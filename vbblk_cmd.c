@@ -123,7 +123,7 @@ int vbblk_flush_sync(struct vbblk_vq *vq)
 {
 	struct vbblk_sync_cmd *cmd;
 	unsigned long flags;
-	bool notify;
+	unsigned int notify;
 	int err;
 
 	/* kmalloc: the device writes the status byte. */
@@ -136,14 +136,14 @@ int vbblk_flush_sync(struct vbblk_vq *vq)
 	for (;;) {
 		spin_lock_irqsave(&vq->lock, flags);
 		err = vbblk_vq_add(vq, &cmd->hdr, NULL, false);
-		notify = !err && vbblk_vq_kick_prepare(vq);
+		notify = err ? 0 : vbblk_vq_kick_prepare(vq);
 		spin_unlock_irqrestore(&vq->lock, flags);
 		if (err != -ENOSPC)
 			break;
 		usleep_range(100, 1000);
 	}
 	if (notify)
-		vbblk_vq_notify(vq);
+		vbblk_vq_notify(vq, notify);
 	if (!err) {
 		wait_for_completion(&cmd->done);
 		err = blk_status_to_errno(vbblk_status(&cmd->hdr));

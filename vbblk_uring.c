@@ -713,7 +713,8 @@ static int vbblk_ucmd_queue(struct vbblk_ucmd *uc, struct scatterlist *data,
 	struct vbblk_uring_vq *uvq = uc->uvq;
 	struct vbblk_vq *vq = &uvq->ur->vblk->vqs[uvq->index];
 	unsigned long flags;
-	bool notify = false, plugged;
+	unsigned int notify = 0;
+	bool plugged;
 	int err, room;
 
 	for (;;) {
@@ -730,7 +731,7 @@ static int vbblk_ucmd_queue(struct vbblk_ucmd *uc, struct scatterlist *data,
 			vbblk_vq_want_room(vq, vbblk_uring_room);
 		spin_unlock_irqrestore(&vq->lock, flags);
 		if (notify)
-			vbblk_vq_notify(vq);
+			vbblk_vq_notify(vq, notify);
 		if (err != -ENOSPC)
 			return err;
 		/*

@@ -243,7 +243,8 @@ static void vbblk_bio_readd_parked(struct vbblk_vq *vq)
 {
 	struct vbblk_bio_cmd *cmd, *tmp;
 	unsigned long flags;
-	bool notify, stuck;
+	unsigned int notify;
+	bool stuck;
 	LIST_HEAD(failed);
 
 	spin_lock_irqsave(&vq->lock, flags);
@@ -251,7 +252,7 @@ static void vbblk_bio_readd_parked(struct vbblk_vq *vq)
 	notify = vbblk_vq_kick_prepare(vq);
 	spin_unlock_irqrestore(&vq->lock, flags);
 	if (notify)
-		vbblk_vq_notify(vq);
+		vbblk_vq_notify(vq, notify);
 	if (stuck)
 		vbblk_bio_park_retry(vbblk_bvq(vq));
 	list_for_each_entry_safe(cmd, tmp, &failed, park) {
@@ -283,7 +284,8 @@ void vbblk_bio_cmd_dispatch(struct vbblk_bio_cmd *cmd, bool plugged)
 	struct vbblk_vq *vq = cmd->vq;
 	struct vbblk *vblk = vq->vblk;
 	unsigned long flags;
-	bool ok, stuck, notify = false;
+	unsigned int notify = 0;
+	bool ok, stuck;
 
 	if (!cmd->accounted && cmd->bytes &&
 	    blk_queue_io_stat(vblk->disk->queue)) {
@@ -309,7 +311,7 @@ void vbblk_bio_cmd_dispatch(struct vbblk_bio_cmd *cmd, bool plugged)
 	spin_unlock_irqrestore(&vq->lock, flags);
 
 	if (notify)
-		vbblk_vq_notify(vq);
+		vbblk_vq_notify(vq, notify);
 	if (unlikely(stuck))
 		vbblk_bio_park_retry(vbblk_bvq(vq));
 	if (unlikely(!ok))

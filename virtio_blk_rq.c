@@ -140,7 +140,7 @@ static blk_status_t vbblk_queue_rq(struct blk_mq_hw_ctx *hctx,
 	struct request *req = bd->rq;
 	struct vbblk_cmd *cmd = blk_mq_rq_to_pdu(req);
 	unsigned long flags;
-	bool notify;
+	unsigned int notify;
 	blk_status_t st;
 	int nents, err;
 
@@ -183,7 +183,7 @@ static blk_status_t vbblk_queue_rq(struct blk_mq_hw_ctx *hctx,
 		}
 		spin_unlock_irqrestore(&vq->lock, flags);
 		if (notify)
-			vbblk_vq_notify(vq);
+			vbblk_vq_notify(vq, notify);
 		vbblk_rq_unmap(req, cmd);
 		if (err == -ENOSPC)
 			return BLK_STS_DEV_RESOURCE;
@@ -191,11 +191,11 @@ static blk_status_t vbblk_queue_rq(struct blk_mq_hw_ctx *hctx,
 			return BLK_STS_RESOURCE;
 		return BLK_STS_IOERR;
 	}
-	notify = bd->last && vbblk_vq_kick_prepare(vq);
+	notify = bd->last ? vbblk_vq_kick_prepare(vq) : 0;
 	spin_unlock_irqrestore(&vq->lock, flags);
 
 	if (notify)
-		vbblk_vq_notify(vq);
+		vbblk_vq_notify(vq, notify);
 	return BLK_STS_OK;
 }
 
@@ -241,7 +241,8 @@ static void vbblk_rq_add_run(struct vbblk_vq *vq, struct request *run,
 {
 	struct request *req, *next;
 	unsigned long flags;
-	bool notify, full = false;
+	unsigned int notify;
+	bool full = false;
 
 	spin_lock_irqsave(&vq->lock, flags);
 	for (req = run; req; req = next) {
@@ -264,7 +265,7 @@ static void vbblk_rq_add_run(struct vbblk_vq *vq, struct request *run,
 	notify = vbblk_vq_kick_prepare(vq);
 	spin_unlock_irqrestore(&vq->lock, flags);
 	if (notify)
-		vbblk_vq_notify(vq);
+		vbblk_vq_notify(vq, notify);
 }
 
 /*

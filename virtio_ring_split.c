@@ -62,7 +62,7 @@ static int vbblk_vq_add_sgs(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 	struct vbblk *vblk = vq->vblk;
 	u32 type = virtio32_to_cpu(vblk->vdev, hdr->out.type);
 	struct virtqueue *ring = vq->vq;
-	u8 bit = BIT(VBBLK_KICK_DIRECT);
+	u8 bit = VBBLK_KICK_DIRECT;
 	int err;
 
 	lockdep_assert_held(&vq->lock);
@@ -72,13 +72,13 @@ static int vbblk_vq_add_sgs(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 
 	if (vq->big && (!direct || ring->num_free < direct)) {
 		ring = vq->big;
-		bit = BIT(VBBLK_KICK_BIG);
+		bit = VBBLK_KICK_BIG;
 	}
 	err = virtqueue_add_sgs(ring, sgs, n_out, n_in, hdr, GFP_ATOMIC);
 	if (err)
 		return err;
 	vq->added |= bit;
-	if (ring == vq->big) {
+	if (bit == VBBLK_KICK_BIG) {
 		vq->big_inflight++;
 		vbblk_stat_inc(vblk, VBBLK_STAT_INDIRECT_RING);
 	}
@@ -154,35 +154,23 @@ int vbblk_vq_add_scsi(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 }
 
 /*
- * A pair's half kick: each ring added to since its last is prepared, and
- * one that wants a notify is marked for whichever vbblk_vq_notify() comes
- * next; that one follows every mark made before it, so none is lost.
+ * First half of a kick; caller holds vq->lock. Returns the rings to
+ * notify (VBBLK_KICK_*), for vbblk_vq_notify(): a pair prepares only the
+ * rings added to since its last kick.
  */
-static bool vbblk_vq_kick_prepare_pair(struct vbblk_vq *vq)
+unsigned int vbblk_vq_kick_prepare(struct vbblk_vq *vq)
 {
-	bool any = false;
+	unsigned int added = vq->added, rings = 0;
 
-	if ((vq->added & BIT(VBBLK_KICK_DIRECT)) &&
-	    virtqueue_kick_prepare(vq->vq)) {
-		set_bit(VBBLK_KICK_DIRECT, &vq->kick);
-		any = true;
-	}
-	if ((vq->added & BIT(VBBLK_KICK_BIG)) &&
-	    virtqueue_kick_prepare(vq->big)) {
-		set_bit(VBBLK_KICK_BIG, &vq->kick);
-		any = true;
-	}
-	vq->added = 0;
-	return any;
-}
-
-/* First half of a kick; caller holds vq->lock. */
-bool vbblk_vq_kick_prepare(struct vbblk_vq *vq)
-{
 	lockdep_assert_held(&vq->lock);
-	if (vq->big)
-		return vbblk_vq_kick_prepare_pair(vq);
-	return virtqueue_kick_prepare(vq->vq);
+	if (!vq->big)
+		return virtqueue_kick_prepare(vq->vq) ? VBBLK_KICK_DIRECT : 0;
+	vq->added = 0;
+	if ((added & VBBLK_KICK_DIRECT) && virtqueue_kick_prepare(vq->vq))
+		rings = VBBLK_KICK_DIRECT;
+	if ((added & VBBLK_KICK_BIG) && virtqueue_kick_prepare(vq->big))
+		rings |= VBBLK_KICK_BIG;
+	return rings;
 }
 
 static void vbblk_vq_notify_ring(struct vbblk_vq *vq, struct virtqueue *ring)
@@ -192,16 +180,12 @@ static void vbblk_vq_notify_ring(struct vbblk_vq *vq, struct virtqueue *ring)
 	virtqueue_notify(ring);
 }
 
-/* Second half; called without vq->lock. */
-void vbblk_vq_notify(struct vbblk_vq *vq)
+/* Second half, with what the first returned; called without vq->lock. */
+void vbblk_vq_notify(struct vbblk_vq *vq, unsigned int rings)
 {
-	if (!vq->big) {
+	if (rings & VBBLK_KICK_DIRECT)
 		vbblk_vq_notify_ring(vq, vq->vq);
-		return;
-	}
-	if (test_and_clear_bit(VBBLK_KICK_DIRECT, &vq->kick))
-		vbblk_vq_notify_ring(vq, vq->vq);
-	if (test_and_clear_bit(VBBLK_KICK_BIG, &vq->kick))
+	if (unlikely(rings & VBBLK_KICK_BIG))
 		vbblk_vq_notify_ring(vq, vq->big);
 }
 
@@ -209,13 +193,13 @@ void vbblk_vq_notify(struct vbblk_vq *vq)
 void vbblk_vq_kick(struct vbblk_vq *vq)
 {
 	unsigned long flags;
-	bool notify;
+	unsigned int notify;
 
 	spin_lock_irqsave(&vq->lock, flags);
 	notify = vbblk_vq_kick_prepare(vq);
 	spin_unlock_irqrestore(&vq->lock, flags);
 	if (notify)
-		vbblk_vq_notify(vq);
+		vbblk_vq_notify(vq, notify);
 }
 
 /*
@@ -251,14 +235,10 @@ static void vbblk_vq_take_room(struct vbblk_vq *vq,
 	}
 }
 
-/*
- * Take @ring's used buffers onto the chain at @tail; returns its new tail
- * and, in *@n, how many.
- */
+/* Take @ring's used buffers onto the chain at @tail; returns its new tail. */
 static struct vbblk_iohdr **vbblk_vq_get_bufs(struct vbblk_vq *vq,
 					      struct virtqueue *ring,
-					      struct vbblk_iohdr **tail,
-					      unsigned int *n)
+					      struct vbblk_iohdr **tail)
 {
 	struct vbblk_iohdr *hdr;
 	unsigned int len;
@@ -268,7 +248,6 @@ static struct vbblk_iohdr **vbblk_vq_get_bufs(struct vbblk_vq *vq,
 		tail = &hdr->done_next;
 		WRITE_ONCE(vq->inflight, vq->inflight - 1);
 		WRITE_ONCE(vq->completed, vq->completed + 1);
-		(*n)++;
 	}
 	return tail;
 }
@@ -280,12 +259,12 @@ static struct vbblk_iohdr **vbblk_vq_get_bufs(struct vbblk_vq *vq,
 static struct vbblk_iohdr **vbblk_vq_get_big(struct vbblk_vq *vq, bool polled,
 					     struct vbblk_iohdr **tail)
 {
-	unsigned int n = 0;
+	unsigned int before = vq->inflight;
 
 	if (!polled)
 		virtqueue_disable_cb(vq->big);
-	tail = vbblk_vq_get_bufs(vq, vq->big, tail, &n);
-	vq->big_inflight -= n;
+	tail = vbblk_vq_get_bufs(vq, vq->big, tail);
+	vq->big_inflight -= before - vq->inflight;
 	return tail;
 }
 
@@ -301,7 +280,6 @@ static struct vbblk_iohdr *vbblk_vq_reap(struct vbblk_vq *vq, bool polled,
 {
 	struct vbblk_iohdr *head = NULL, **tail = &head;
 	unsigned long flags;
-	unsigned int n = 0;
 	bool big;
 
 	spin_lock_irqsave(&vq->lock, flags);
@@ -313,7 +291,7 @@ static struct vbblk_iohdr *vbblk_vq_reap(struct vbblk_vq *vq, bool polled,
 	for (;;) {
 		if (!polled)
 			virtqueue_disable_cb(vq->vq);
-		tail = vbblk_vq_get_bufs(vq, vq->vq, tail, &n);
+		tail = vbblk_vq_get_bufs(vq, vq->vq, tail);
 		if (big)
 			tail = vbblk_vq_get_big(vq, polled, tail);
 		if (polled || unlikely(virtqueue_is_broken(vq->vq)))
@@ -460,7 +438,6 @@ int vbblk_init_vqs(struct vbblk *vblk, unsigned int want, unsigned int npoll,
 		vq->inflight = 0;
 		vq->big_inflight = 0;
 		vq->added = 0;
-		vq->kick = 0;
 		memset(vq->room, 0, sizeof(vq->room));
 		if (i < want - npoll) {
 			snprintf(vq->name, sizeof(vq->name), "req.%u", i);
