@@ -451,7 +451,10 @@ int vbblk_init_vqs(struct vbblk *vblk, unsigned int want, unsigned int npoll,
 		/* A pair's direct ring: no indirect tables on it. */
 		ctx[i] = paired;
 		if (paired) {
-			snprintf(vq->big_name, sizeof(vq->big_name), "big.%u", i);
+			/* reqbig.K, pollbig.K: the interrupts of vq K's pair */
+			snprintf(vq->big_name, sizeof(vq->big_name), "%sbig.%s",
+				 i < want - npoll ? "req" : "poll",
+				 strchr(vq->name, '.') + 1);
 			callbacks[want + i] = callbacks[i];
 			names[want + i] = vq->big_name;
 		}

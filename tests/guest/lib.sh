@@ -77,12 +77,13 @@ vq_count() {
 }
 
 # disk_irqs vdX [KIND]: interrupts taken by the disk's request virtqueues
-# (virtioN-req.K vectors; KIND=poll: vbblk's poll queues, virtioN-poll.K),
-# summed over all CPUs; 0 for a non-virtio disk
+# (virtioN-req.K vectors, and reqbig.K of vbblk's paired indirect rings;
+# KIND=poll: vbblk's poll queues, virtioN-poll.K and pollbig.K), summed over
+# all CPUs; 0 for a non-virtio disk
 disk_irqs() {
 	[ -e "/sys/block/$1/device" ] || { echo 0; return; }
 	_v=$(basename "$(readlink -f /sys/block/$1/device)")
-	awk -v dev="$_v" -v kind="${2:-req}" '$0 ~ " "dev"-"kind"\\." { for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+$/) n += $i }
+	awk -v dev="$_v" -v kind="${2:-req}" '$0 ~ " "dev"-"kind"(big)?\\." { for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+$/) n += $i }
 		END { print n + 0 }' /proc/interrupts
 }
 
