@@ -109,7 +109,6 @@ int vbblk_vq_add(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 		 struct scatterlist *data, bool data_out)
 {
 	struct scatterlist *sgs[3] = { &hdr->out_sg, data, &hdr->status_sg };
-
 	unsigned int direct = vq->big ? vbblk_vq_direct_descs(data) : 0;
 
 	if (!data) {
@@ -269,11 +268,12 @@ static struct vbblk_iohdr **vbblk_vq_get_big(struct vbblk_vq *vq, bool polled,
 }
 
 /*
- * Take every used buffer off the ring (a pair's two), oldest first in each, with the room
- * requests if any was taken. An interrupt-driven queue's callbacks are re-enabled before
- * returning, and the loop re-checks for buffers that raced with
- * re-enabling, so no completion is left without an interrupt. A poll
- * queue (@polled) keeps its callbacks off: one pass.
+ * Take every used buffer off the ring (a pair's two), oldest first in
+ * each, with the room requests if any was taken. An interrupt-driven
+ * queue's callbacks are re-enabled before returning, and the loop
+ * re-checks for buffers that raced with re-enabling, so no completion is
+ * left without an interrupt. A poll queue (@polled) keeps its callbacks
+ * off: one pass.
  */
 static struct vbblk_iohdr *vbblk_vq_reap(struct vbblk_vq *vq, bool polled,
 					 vbblk_vq_fn room[VBBLK_ROOM_WAITERS])
