@@ -48,9 +48,17 @@ while [ "$(cut -d. -f1 /proc/uptime)" -lt "$end" ]; do
 done
 log "$n rounds of 4 jobs (write + verify) completed"
 if [ -d /sys/block/$d/vbblk ]; then
-	for s in requests ring_full_waits parked nowait_eagain queue_rqs; do
+	for s in requests ring_full_waits parked nowait_eagain queue_rqs indirect_ring; do
 		log "$s=$(cat /sys/block/$d/vbblk/$s)"
 	done
+	# four device queues on two CPUs: each queue a pair, whose 16-entry
+	# direct ring holds five 4k commands; the rest took the indirect ring
+	if dmesg | grep -q "$d: .*each with an indirect ring"; then
+		[ "$(cat /sys/block/$d/vbblk/indirect_ring)" -gt 0 ] ||
+			fail "paired: a full direct ring never sent a command to the indirect ring"
+	elif [ "$(cat /sys/module/vbblk/parameters/indirect)" = Y ]; then
+		fail "$d: four device queues with indirect descriptors, not paired"
+	fi
 	# request mode: batched submissions (aio, io_uring) are plugged and
 	# reach the ring through ->queue_rqs, verified above like the rest
 	if [ -d /sys/block/$d/mq ]; then
