@@ -342,13 +342,23 @@ static int vbblk_vq_end_chain(struct vbblk_vq *vq, struct vbblk_iohdr *done,
 	return n;
 }
 
-/* A pair's indirect rings follow all the direct ones (vbblk_init_vqs()). */
+/*
+ * The vbblk_vq of a virtqueue. Paired, the device's queues are the
+ * interrupt-driven direct rings, their indirect rings, then the same two
+ * for the poll queues (vbblk_init_vqs()).
+ */
 static struct vbblk_vq *vbblk_vq_of(struct virtqueue *_vq)
 {
 	struct vbblk *vblk = _vq->vdev->priv;
-	unsigned int i = _vq->index;
+	unsigned int io = vbblk_io_vqs(vblk), i = _vq->index;
 
-	return &vblk->vqs[i < vblk->num_vqs ? i : i - vblk->num_vqs];
+	if (vblk->paired) {
+		if (i >= io)
+			i -= io;
+		if (i >= vblk->num_vqs)
+			i -= vblk->num_poll_vqs;
+	}
+	return &vblk->vqs[i];
 }
 
 static void vbblk_vq_done(struct virtqueue *_vq)
@@ -396,6 +406,32 @@ int vbblk_vq_poll(struct vbblk_vq *vq)
 }
 
 /*
+ * Paired, the device's queues are the interrupt-driven direct rings, their
+ * indirect rings, then the same two for the poll queues; vq @i's direct
+ * ring, and its indirect one. Spread as two sets (vbblk_vq_calc_sets()),
+ * a direct ring and its indirect one get the same CPUs: a large command
+ * completes on its submitter's CPU too, where its indirect table is freed.
+ */
+static unsigned int vbblk_vq_direct_index(unsigned int i, unsigned int io,
+					  bool paired)
+{
+	return paired && i >= io ? io + i : i;
+}
+
+static unsigned int vbblk_vq_big_index(unsigned int i, unsigned int io,
+				       unsigned int npoll)
+{
+	return i >= io ? io + npoll + i : io + i;
+}
+
+static void vbblk_vq_calc_sets(struct irq_affinity *affd, unsigned int nvecs)
+{
+	affd->nr_sets = 2;
+	affd->set_size[0] = nvecs / 2;
+	affd->set_size[1] = nvecs - nvecs / 2;
+}
+
+/*
  * Find up to @want request virtqueues (fewer if the device has fewer) and
  * spread their interrupts over the CPUs; @paired: each with an indirect
  * ring beside it, which needs twice as many from the device. Keeps the vqs
@@ -405,19 +441,18 @@ int vbblk_init_vqs(struct vbblk *vblk, unsigned int want, unsigned int npoll,
 		   bool paired)
 {
 	struct virtio_device *vdev = vblk->vdev;
-	unsigned int n = paired ? 2 * want : want;
-	/*
-	 * Poll queues come last, then the indirect rings: their vectors stay
-	 * out of the CPU spread (a spread of more vectors than CPUs would
-	 * leave some with none). Large commands complete on any CPU.
-	 */
-	struct irq_affinity desc = { .post_vectors = n - want + npoll };
+	unsigned int io = want - npoll, n = paired ? 2 * want : want;
+	/* Poll queues come last: their vectors stay out of the CPU spread. */
+	struct irq_affinity desc = {
+		.post_vectors = paired ? 2 * npoll : npoll,
+		.calc_sets = paired ? vbblk_vq_calc_sets : NULL,
+	};
 	vq_callback_t **callbacks;
 	struct virtqueue **vqs;
 	const char **names;
 	bool *ctx;
 	bool fresh = !vblk->vqs;
-	unsigned int i;
+	unsigned int i, di, bi;
 	int err = -ENOMEM;
 
 	vqs = kcalloc(n, sizeof(*vqs), GFP_KERNEL);
@@ -439,25 +474,25 @@ int vbblk_init_vqs(struct vbblk *vblk, unsigned int want, unsigned int npoll,
 		vq->big_inflight = 0;
 		vq->added = 0;
 		memset(vq->room, 0, sizeof(vq->room));
-		if (i < want - npoll) {
+		di = vbblk_vq_direct_index(i, io, paired);
+		if (i < io) {
 			snprintf(vq->name, sizeof(vq->name), "req.%u", i);
-			callbacks[i] = vbblk_vq_done;
+			callbacks[di] = vbblk_vq_done;
 		} else {
-			snprintf(vq->name, sizeof(vq->name), "poll.%u",
-				 i - (want - npoll));
-			callbacks[i] = vbblk_vq_poll_signal;
+			snprintf(vq->name, sizeof(vq->name), "poll.%u", i - io);
+			callbacks[di] = vbblk_vq_poll_signal;
 		}
-		names[i] = vq->name;
+		names[di] = vq->name;
+		if (!paired)
+			continue;
 		/* A pair's direct ring: no indirect tables on it. */
-		ctx[i] = paired;
-		if (paired) {
-			/* reqbig.K, pollbig.K: the interrupts of vq K's pair */
-			snprintf(vq->big_name, sizeof(vq->big_name), "%sbig.%s",
-				 i < want - npoll ? "req" : "poll",
-				 strchr(vq->name, '.') + 1);
-			callbacks[want + i] = callbacks[i];
-			names[want + i] = vq->big_name;
-		}
+		ctx[di] = true;
+		/* reqbig.K, pollbig.K: the interrupts of vq K's pair */
+		bi = vbblk_vq_big_index(i, io, npoll);
+		snprintf(vq->big_name, sizeof(vq->big_name), "%sbig.%s",
+			 i < io ? "req" : "poll", strchr(vq->name, '.') + 1);
+		callbacks[bi] = callbacks[di];
+		names[bi] = vq->big_name;
 	}
 
 	err = vbblk_find_vqs(vdev, n, vqs, callbacks, names, ctx, &desc);
@@ -465,14 +500,16 @@ int vbblk_init_vqs(struct vbblk *vblk, unsigned int want, unsigned int npoll,
 		goto out;
 
 	for (i = 0; i < want; i++) {
-		vblk->vqs[i].vq = vqs[i];
-		vblk->vqs[i].big = paired ? vqs[want + i] : NULL;
-	}
-	/* Reaped by polling: ask the device not to signal. */
-	for (i = want - npoll; i < want; i++) {
-		virtqueue_disable_cb(vqs[i]);
-		if (paired)
-			virtqueue_disable_cb(vqs[want + i]);
+		struct vbblk_vq *vq = &vblk->vqs[i];
+
+		vq->vq = vqs[vbblk_vq_direct_index(i, io, paired)];
+		vq->big = paired ? vqs[vbblk_vq_big_index(i, io, npoll)] : NULL;
+		/* Reaped by polling: ask the device not to signal. */
+		if (i >= io) {
+			virtqueue_disable_cb(vq->vq);
+			if (vq->big)
+				virtqueue_disable_cb(vq->big);
+		}
 	}
 	vblk->num_vqs = want;
 	vblk->num_poll_vqs = npoll;
