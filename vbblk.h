@@ -177,7 +177,6 @@ struct vbblk_vq {
 	 * room. Both are one vbblk_vq to the layers above.
 	 */
 	struct virtqueue *big;
-	unsigned int big_inflight;	/* of @inflight, on @big; under lock */
 	u8 added;			/* with @big: VBBLK_KICK_* rings added to; under lock */
 	struct vbblk *vblk;
 	unsigned int index;

@@ -78,10 +78,8 @@ static int vbblk_vq_add_sgs(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 	if (err)
 		return err;
 	vq->added |= bit;
-	if (bit == VBBLK_KICK_BIG) {
-		vq->big_inflight++;
+	if (bit == VBBLK_KICK_BIG)
 		vbblk_stat_inc(vblk, VBBLK_STAT_INDIRECT_RING);
-	}
 	if (trace_vbblk_cmd_queue_enabled()) {
 		unsigned int i, descs = 0;
 
@@ -252,19 +250,14 @@ static struct vbblk_iohdr **vbblk_vq_get_bufs(struct vbblk_vq *vq,
 }
 
 /*
- * A pair's indirect ring, while it has commands: its callbacks stay on
- * when it has none, so an idle one costs a reap nothing.
+ * Whether a pair's indirect ring holds commands (each takes one of its
+ * descriptors until reaped): an idle one is left alone by a reap, its
+ * callbacks on, so it costs nothing.
  */
-static struct vbblk_iohdr **vbblk_vq_get_big(struct vbblk_vq *vq, bool polled,
-					     struct vbblk_iohdr **tail)
+static bool vbblk_vq_big_busy(struct vbblk_vq *vq)
 {
-	unsigned int before = vq->inflight;
-
-	if (!polled)
-		virtqueue_disable_cb(vq->big);
-	tail = vbblk_vq_get_bufs(vq, vq->big, tail);
-	vq->big_inflight -= before - vq->inflight;
-	return tail;
+	return vq->big &&
+	       vq->big->num_free < virtqueue_get_vring_size(vq->big);
 }
 
 /*
@@ -287,13 +280,16 @@ static struct vbblk_iohdr *vbblk_vq_reap(struct vbblk_vq *vq, bool polled,
 	 * Nothing is added while we hold the lock; once turned off here the
 	 * indirect ring's callbacks must be turned back on, even if it drains.
 	 */
-	big = vq->big && vq->big_inflight;
+	big = vbblk_vq_big_busy(vq);
 	for (;;) {
 		if (!polled)
 			virtqueue_disable_cb(vq->vq);
 		tail = vbblk_vq_get_bufs(vq, vq->vq, tail);
-		if (big)
-			tail = vbblk_vq_get_big(vq, polled, tail);
+		if (big) {
+			if (!polled)
+				virtqueue_disable_cb(vq->big);
+			tail = vbblk_vq_get_bufs(vq, vq->big, tail);
+		}
 		if (polled || unlikely(virtqueue_is_broken(vq->vq)))
 			break;
 		/* Both back on, or round again for what raced with it. */
@@ -471,7 +467,6 @@ int vbblk_init_vqs(struct vbblk *vblk, unsigned int want, unsigned int npoll,
 		vq->vblk = vblk;
 		vq->index = i;
 		vq->inflight = 0;
-		vq->big_inflight = 0;
 		vq->added = 0;
 		memset(vq->room, 0, sizeof(vq->room));
 		di = vbblk_vq_direct_index(i, io, paired);
@@ -590,10 +585,8 @@ void vbblk_vqs_abort(struct vbblk *vblk)
 
 		spin_lock_irqsave(&vq->lock, flags);
 		tail = vbblk_vq_detach(vq, vq->vq, tail);
-		if (vq->big) {
+		if (vq->big)
 			tail = vbblk_vq_detach(vq, vq->big, tail);
-			vq->big_inflight = 0;
-		}
 		*tail = NULL;
 		vbblk_vq_take_room(vq, room);
 		spin_unlock_irqrestore(&vq->lock, flags);
