@@ -135,6 +135,8 @@ struct vbblk_iohdr {
 	struct vbblk_iohdr *done_next;
 	/* Built once by vbblk_iohdr_setup(): the ring only reads them. */
 	struct scatterlist out_sg, status_sg;
+	/* The parts the ring is given: out_sg, then set per add. */
+	struct scatterlist *sgs[3];
 };
 
 struct vbblk;
@@ -324,7 +326,26 @@ int vbblk_vq_add_scsi(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 		      struct vbblk_scsi_io *sio, struct scatterlist *data,
 		      bool data_out);
 void vbblk_vq_want_room(struct vbblk_vq *vq, vbblk_vq_fn fn);
-unsigned int vbblk_vq_kick_prepare(struct vbblk_vq *vq);
+
+/*
+ * First half of a kick; caller holds vq->lock. Returns the rings to
+ * notify (VBBLK_KICK_*), for vbblk_vq_notify(): a pair prepares only the
+ * rings added to since its last kick. Inline: every command kicks.
+ */
+static inline unsigned int vbblk_vq_kick_prepare(struct vbblk_vq *vq)
+{
+	unsigned int added = vq->added, rings = 0;
+
+	lockdep_assert_held(&vq->lock);
+	if (!vq->big)
+		return virtqueue_kick_prepare(vq->vq) ? VBBLK_KICK_DIRECT : 0;
+	vq->added = 0;
+	if ((added & VBBLK_KICK_DIRECT) && virtqueue_kick_prepare(vq->vq))
+		rings = VBBLK_KICK_DIRECT;
+	if (unlikely(added & VBBLK_KICK_BIG) && virtqueue_kick_prepare(vq->big))
+		rings |= VBBLK_KICK_BIG;
+	return rings;
+}
 void vbblk_vq_notify(struct vbblk_vq *vq, unsigned int rings);
 void vbblk_vq_kick(struct vbblk_vq *vq);
 int vbblk_vq_poll(struct vbblk_vq *vq);

@@ -24,6 +24,7 @@ void vbblk_iohdr_setup(struct vbblk_iohdr *hdr,
 	hdr->end = end;
 	sg_init_one(&hdr->out_sg, &hdr->out, sizeof(hdr->out));
 	sg_init_one(&hdr->status_sg, &hdr->status, sizeof(hdr->status));
+	hdr->sgs[0] = &hdr->out_sg;
 }
 
 /*

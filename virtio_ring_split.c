@@ -41,23 +41,38 @@ static unsigned int vbblk_vq_direct_descs(struct scatterlist *data)
 {
 	unsigned int n = 3;	/* header, a data buffer, status */
 
-	if (!data)
-		return 2;
 	for (; !sg_is_last(data); data = sg_next(data))
 		if (++n > VBBLK_DIRECT_SEGS + 2)
 			return 0;
 	return n;
 }
 
+/* The cmd_queue tracepoint, with the descriptors the command takes. */
+static noinline void vbblk_vq_trace_queue(struct vbblk_vq *vq,
+					  struct vbblk_iohdr *hdr,
+					  struct scatterlist **sgs,
+					  unsigned int n)
+{
+	unsigned int i, descs = 0;
+
+	for (i = 0; i < n; i++)
+		descs += sg_nents(sgs[i]);
+	trace_vbblk_cmd_queue(vq, hdr, descs);
+}
+
 /*
  * Put one command's buffers on the ring and count it; caller holds
  * vq->lock. @direct: the descriptors it takes on a pair's direct ring, 0
  * for the indirect one. The room is checked here: a full ring would make
- * the core notify the device under our lock.
+ * the core notify the device under our lock. Inlined into its two
+ * callers: one frame per command on the I/O path.
  */
-static int vbblk_vq_add_sgs(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
-			    struct scatterlist **sgs, unsigned int n_out,
-			    unsigned int n_in, unsigned int direct)
+static __always_inline int vbblk_vq_add_sgs(struct vbblk_vq *vq,
+					    struct vbblk_iohdr *hdr,
+					    struct scatterlist **sgs,
+					    unsigned int n_out,
+					    unsigned int n_in,
+					    unsigned int direct)
 {
 	struct vbblk *vblk = vq->vblk;
 	u32 type = virtio32_to_cpu(vblk->vdev, hdr->out.type);
@@ -75,18 +90,13 @@ static int vbblk_vq_add_sgs(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 		bit = VBBLK_KICK_BIG;
 	}
 	err = virtqueue_add_sgs(ring, sgs, n_out, n_in, hdr, GFP_ATOMIC);
-	if (err)
+	if (unlikely(err))
 		return err;
 	vq->added |= bit;
 	if (bit == VBBLK_KICK_BIG)
 		vbblk_stat_inc(vblk, VBBLK_STAT_INDIRECT_RING);
-	if (trace_vbblk_cmd_queue_enabled()) {
-		unsigned int i, descs = 0;
-
-		for (i = 0; i < n_out + n_in; i++)
-			descs += sg_nents(sgs[i]);
-		trace_vbblk_cmd_queue(vq, hdr, descs);
-	}
+	if (trace_vbblk_cmd_queue_enabled())
+		vbblk_vq_trace_queue(vq, hdr, sgs, n_out + n_in);
 
 	/* Read without the lock by the batch hold test. */
 	WRITE_ONCE(vq->inflight, vq->inflight + 1);
@@ -101,20 +111,24 @@ static int vbblk_vq_add_sgs(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 
 /*
  * Queue one command: header out, optional data (out or in), status in.
- * Caller holds vq->lock. Returns -ENOSPC when the ring is full.
+ * Caller holds vq->lock. Returns -ENOSPC when the ring is full. The list
+ * of parts lives in the header, not on the stack: the stack protector
+ * would guard an array here on every command.
  */
 int vbblk_vq_add(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 		 struct scatterlist *data, bool data_out)
 {
-	struct scatterlist *sgs[3] = { &hdr->out_sg, data, &hdr->status_sg };
-	unsigned int direct = vq->big ? vbblk_vq_direct_descs(data) : 0;
+	struct scatterlist **sgs = hdr->sgs;
 
 	if (!data) {
 		sgs[1] = &hdr->status_sg;
-		return vbblk_vq_add_sgs(vq, hdr, sgs, 1, 1, direct);
+		return vbblk_vq_add_sgs(vq, hdr, sgs, 1, 1,
+					vq->big ? 2 : 0);
 	}
+	sgs[1] = data;
+	sgs[2] = &hdr->status_sg;
 	return vbblk_vq_add_sgs(vq, hdr, sgs, 1 + data_out, 2 - data_out,
-				direct);
+				vq->big ? vbblk_vq_direct_descs(data) : 0);
 }
 
 /*
@@ -148,26 +162,6 @@ int vbblk_vq_add_scsi(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 
 	/* Rare and up to six parts beside the data: the indirect ring. */
 	return vbblk_vq_add_sgs(vq, hdr, sgs, n_out, n_in, 0);
-}
-
-/*
- * First half of a kick; caller holds vq->lock. Returns the rings to
- * notify (VBBLK_KICK_*), for vbblk_vq_notify(): a pair prepares only the
- * rings added to since its last kick.
- */
-unsigned int vbblk_vq_kick_prepare(struct vbblk_vq *vq)
-{
-	unsigned int added = vq->added, rings = 0;
-
-	lockdep_assert_held(&vq->lock);
-	if (!vq->big)
-		return virtqueue_kick_prepare(vq->vq) ? VBBLK_KICK_DIRECT : 0;
-	vq->added = 0;
-	if ((added & VBBLK_KICK_DIRECT) && virtqueue_kick_prepare(vq->vq))
-		rings = VBBLK_KICK_DIRECT;
-	if ((added & VBBLK_KICK_BIG) && virtqueue_kick_prepare(vq->big))
-		rings |= VBBLK_KICK_BIG;
-	return rings;
 }
 
 static void vbblk_vq_notify_ring(struct vbblk_vq *vq, struct virtqueue *ring)
@@ -220,16 +214,26 @@ void vbblk_vq_want_room(struct vbblk_vq *vq, vbblk_vq_fn fn)
 	WARN_ON_ONCE(1);	/* more waiters than paths */
 }
 
-/* Take the room requests, to be run once the lock is dropped. */
-static void vbblk_vq_take_room(struct vbblk_vq *vq,
-			       vbblk_vq_fn room[VBBLK_ROOM_WAITERS])
+/*
+ * Run the room requests, taken under the lock and called without it.
+ * After a reap that freed room; a request made since that reap is run
+ * too, and at worst retries once more for nothing.
+ */
+static noinline void vbblk_vq_run_room(struct vbblk_vq *vq)
 {
+	vbblk_vq_fn room[VBBLK_ROOM_WAITERS];
+	unsigned long flags;
 	unsigned int i;
 
+	spin_lock_irqsave(&vq->lock, flags);
 	for (i = 0; i < VBBLK_ROOM_WAITERS; i++) {
 		room[i] = vq->room[i];
 		vq->room[i] = NULL;
 	}
+	spin_unlock_irqrestore(&vq->lock, flags);
+	/* Filled from the first slot; the rest unset when it is empty. */
+	for (i = 0; i < VBBLK_ROOM_WAITERS && room[i]; i++)
+		room[i](vq);
 }
 
 /* Take @ring's used buffers onto the chain at @tail; returns its new tail. */
@@ -262,14 +266,14 @@ static bool vbblk_vq_big_busy(struct vbblk_vq *vq)
 
 /*
  * Take every used buffer off the ring (a pair's two), oldest first in
- * each, with the room requests if any was taken. An interrupt-driven
+ * each; *@room: some path waits for the room it freed. An interrupt-driven
  * queue's callbacks are re-enabled before returning, and the loop
  * re-checks for buffers that raced with re-enabling, so no completion is
  * left without an interrupt. A poll queue (@polled) keeps its callbacks
  * off: one pass.
  */
-static struct vbblk_iohdr *vbblk_vq_reap(struct vbblk_vq *vq, bool polled,
-					 vbblk_vq_fn room[VBBLK_ROOM_WAITERS])
+static __always_inline struct vbblk_iohdr *
+vbblk_vq_reap(struct vbblk_vq *vq, bool polled, bool *room)
 {
 	struct vbblk_iohdr *head = NULL, **tail = &head;
 	unsigned long flags;
@@ -303,10 +307,7 @@ static struct vbblk_iohdr *vbblk_vq_reap(struct vbblk_vq *vq, bool polled,
 	 * spinning on an idle ring would wake them on every empty pass.
 	 * Requests fill the slots from the first: an empty one means none.
 	 */
-	if (head && vq->room[0])
-		vbblk_vq_take_room(vq, room);
-	else
-		room[0] = NULL;
+	*room = head && vq->room[0];
 	spin_unlock_irqrestore(&vq->lock, flags);
 
 	return head;
@@ -314,14 +315,15 @@ static struct vbblk_iohdr *vbblk_vq_reap(struct vbblk_vq *vq, bool polled,
 
 /*
  * End a reaped chain, outside the lock; returns how many ended. Then the
- * paths that wanted room retry.
+ * paths that wanted room retry. This and the reap are inlined into the
+ * interrupt handler and the poller: a completion is one frame here.
  */
-static int vbblk_vq_end_chain(struct vbblk_vq *vq, struct vbblk_iohdr *done,
-			      vbblk_vq_fn room[VBBLK_ROOM_WAITERS],
-			      vbblk_batch_fn add, void *batch)
+static __always_inline int vbblk_vq_end_chain(struct vbblk_vq *vq,
+					      struct vbblk_iohdr *done,
+					      bool room, vbblk_batch_fn add,
+					      void *batch)
 {
 	struct vbblk_iohdr *next;
-	unsigned int i;
 	int n = 0;
 
 	for (; done; done = next, n++) {
@@ -331,10 +333,8 @@ static int vbblk_vq_end_chain(struct vbblk_vq *vq, struct vbblk_iohdr *done,
 		if (!add || !add(done, batch))
 			done->end(done);
 	}
-	/* Filled from the first slot; the rest unset when it is empty. */
-	if (room[0])
-		for (i = 0; i < VBBLK_ROOM_WAITERS && room[i]; i++)
-			room[i](vq);
+	if (unlikely(room))
+		vbblk_vq_run_room(vq);
 	return n;
 }
 
@@ -360,10 +360,10 @@ static struct vbblk_vq *vbblk_vq_of(struct virtqueue *_vq)
 static void vbblk_vq_done(struct virtqueue *_vq)
 {
 	struct vbblk_vq *vq = vbblk_vq_of(_vq);
-	vbblk_vq_fn room[VBBLK_ROOM_WAITERS];
 	struct vbblk_iohdr *done;
+	bool room;
 
-	done = vbblk_vq_reap(vq, false, room);
+	done = vbblk_vq_reap(vq, false, &room);
 	vbblk_vq_end_chain(vq, done, room, NULL, NULL);
 }
 
@@ -389,10 +389,10 @@ static void vbblk_vq_poll_signal(struct virtqueue *_vq)
  */
 int vbblk_vq_poll_batch(struct vbblk_vq *vq, vbblk_batch_fn add, void *batch)
 {
-	vbblk_vq_fn room[VBBLK_ROOM_WAITERS];
 	struct vbblk_iohdr *done;
+	bool room;
 
-	done = vbblk_vq_reap(vq, true, room);
+	done = vbblk_vq_reap(vq, true, &room);
 	return vbblk_vq_end_chain(vq, done, room, add, batch);
 }
 
@@ -580,7 +580,6 @@ void vbblk_vqs_abort(struct vbblk *vblk)
 	for (i = 0; i < vblk->num_vqs; i++) {
 		struct vbblk_vq *vq = &vblk->vqs[i];
 		struct vbblk_iohdr *head = NULL, **tail = &head;
-		vbblk_vq_fn room[VBBLK_ROOM_WAITERS];
 		unsigned long flags;
 
 		spin_lock_irqsave(&vq->lock, flags);
@@ -588,8 +587,8 @@ void vbblk_vqs_abort(struct vbblk *vblk)
 		if (vq->big)
 			tail = vbblk_vq_detach(vq, vq->big, tail);
 		*tail = NULL;
-		vbblk_vq_take_room(vq, room);
 		spin_unlock_irqrestore(&vq->lock, flags);
-		vbblk_vq_end_chain(vq, head, room, NULL, NULL);
+		/* Every path that wanted room: each fails what it kept back. */
+		vbblk_vq_end_chain(vq, head, true, NULL, NULL);
 	}
 }
