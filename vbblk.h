@@ -51,6 +51,7 @@
 #include <linux/virtio.h>
 #include <linux/virtio_config.h>
 #include <linux/virtio_blk.h>
+#include <linux/wait.h>
 #include <linux/workqueue.h>
 
 #include "include/vbblk_compat.h"
@@ -520,7 +521,69 @@ static inline struct vbblk_bio_vq *vbblk_bvq(struct vbblk_vq *vq)
 	return &vq->vblk->bio_vqs[vq->index];
 }
 
-struct vbblk_bio_cmd *vbblk_bio_cmd_get(struct vbblk_bio_vq *bvq);
+/*
+ * A free command, or NULL. Completions push lock-free; pops are
+ * serialised because llist_del_first needs one consumer at a time, and
+ * several CPUs may share a queue. submit_bio may run in softirq context
+ * (dm-crypt completing a write from its cipher's callback) and interrupt
+ * a submitter that holds the lock on this CPU: interrupts stay off while
+ * it is held. Inline, as is vbblk_bio_cmd_free(): each is once per bio.
+ */
+static inline struct vbblk_bio_cmd *vbblk_bio_cmd_get(struct vbblk_bio_vq *bvq)
+{
+	struct vbblk_bio_cmd *cmd;
+	struct llist_node *node;
+	unsigned long flags;
+
+	if (llist_empty(&bvq->free_cmds))
+		return NULL;
+	spin_lock_irqsave(&bvq->free_lock, flags);
+	node = llist_del_first(&bvq->free_cmds);
+	spin_unlock_irqrestore(&bvq->free_lock, flags);
+	if (!node)
+		return NULL;
+	atomic_inc(&bvq->nr_cmds);
+
+	/* Every field a command reads before writing it; no memset. */
+	cmd = llist_entry(node, struct vbblk_bio_cmd, free_node);
+	cmd->bio = NULL;
+	cmd->tail = NULL;
+	cmd->nr_bios = 0;
+	cmd->nr_segs = 0;
+	cmd->bytes = 0;
+	cmd->end = 0;
+	cmd->accounted = false;
+	cmd->stage = 0;
+	cmd->postflush = false;
+	cmd->retry.active = false;
+	cmd->batch = NULL;
+	INIT_LIST_HEAD(&cmd->park);
+	return cmd;
+}
+
+static inline void vbblk_bio_cmd_free(struct vbblk_bio_cmd *cmd)
+{
+	struct vbblk_bio_vq *bvq = vbblk_bvq(cmd->vq);
+
+	llist_add(&cmd->free_node, &bvq->free_cmds);
+	atomic_dec(&bvq->nr_cmds);
+	/* Submitters waiting for a command, or a drain waiting for zero. */
+	if (wq_has_sleeper(&bvq->wait))
+		wake_up(&bvq->wait);
+}
+
+/*
+ * End the command's I/O accounting, against the block device its bios were
+ * sent to (a partition's statistics include its I/O), while they are
+ * still alive to name it.
+ */
+static inline void vbblk_bio_cmd_end_acct(struct vbblk_bio_cmd *cmd)
+{
+	if (cmd->accounted)
+		vbblk_end_io_acct(cmd->bio->bi_bdev, bio_op(cmd->bio),
+				  cmd->acct_sectors, cmd->start_time);
+}
+
 struct vbblk_bio_cmd *vbblk_bio_cmd_wait(struct vbblk_bio_vq *bvq);
 
 /* Append @bio, @segs data segments, to the command's chain. */
@@ -540,9 +603,7 @@ static inline void vbblk_bio_cmd_add_bio(struct vbblk_bio_cmd *cmd,
 }
 
 void vbblk_bio_cmd_dispatch(struct vbblk_bio_cmd *cmd, bool plugged);
-void vbblk_bio_cmd_end_acct(struct vbblk_bio_cmd *cmd);
 void vbblk_bio_cmd_acct_flush(struct vbblk_bio_cmd *cmd, u64 started);
-void vbblk_bio_cmd_free(struct vbblk_bio_cmd *cmd);
 void vbblk_bio_cmds_drain(struct vbblk *vblk);
 int vbblk_bio_cmds_init(struct vbblk *vblk, void (*end)(struct vbblk_iohdr *));
 void vbblk_bio_cmds_exit(struct vbblk *vblk);
@@ -566,14 +627,71 @@ static inline struct vbblk_batch *vbblk_batch_this(struct vbblk *vblk)
 }
 
 void vbblk_batch_init(struct vbblk *vblk);
-bool vbblk_plug_note(struct vbblk *vblk, struct vbblk_vq *vq,
-		     struct vbblk_batch *b);
-bool vbblk_batch_merge(struct vbblk *vblk, struct vbblk_batch *b,
-		       struct bio *bio, unsigned int segs, bool *stream);
+bool vbblk_plug_note_plugged(struct vbblk *vblk, struct vbblk_vq *vq,
+			     struct vbblk_batch *b);
+
+/*
+ * If the submitter holds a plug, make its unplug notify @vq and flush
+ * batch @b (either may be NULL) and return true. Without a plug (or if
+ * the callback cannot be allocated) return false: act now. Most bios
+ * come without a plug: that is decided inline.
+ */
+static inline bool vbblk_plug_note(struct vbblk *vblk, struct vbblk_vq *vq,
+				   struct vbblk_batch *b)
+{
+	if (!current->plug)
+		return false;
+	return vbblk_plug_note_plugged(vblk, vq, b);
+}
+
+bool vbblk_batch_merge_held(struct vbblk *vblk, struct vbblk_batch *b,
+			    struct bio *bio, unsigned int segs);
+
+/*
+ * Add @bio to the command @b (this CPU's batch) holds if it fits: true,
+ * the bio is taken. Otherwise the held command goes out, and the caller
+ * brings a command of its own on b->vq to vbblk_batch_add(), having read
+ * before this whether @bio continues the stream (b->last_end, which this
+ * moves to @bio's end). Nothing held, as for
+ * random I/O, is decided inline: only the stream's end to note, without
+ * the lock. A command another task holds meanwhile (one preempted here,
+ * or that moved to this CPU) is left as it is.
+ */
+static inline bool vbblk_batch_merge(struct vbblk *vblk, struct vbblk_batch *b,
+				     struct bio *bio, unsigned int segs)
+{
+	if (READ_ONCE(b->cmd))
+		return vbblk_batch_merge_held(vblk, b, bio, segs);
+	WRITE_ONCE(b->last_end, bio_end_sector(bio));
+	return false;
+}
+
 void vbblk_batch_add(struct vbblk *vblk, struct vbblk_batch *b,
 		     struct vbblk_bio_cmd *cmd, bool hold, bool stream);
 void vbblk_batch_cut(struct vbblk *vblk);
-void vbblk_batch_cmd_done(struct vbblk_bio_cmd *cmd);
+void vbblk_batch_send_after(struct vbblk_batch *b);
+
+/*
+ * A command ended (its bios have): its CPU's count falls, and a stream
+ * batch held for that count may go now. Only this CPU's own commands
+ * count, and each ends here, from a reap or failed in dispatch (the
+ * device was given up on): so the hold is re-checked exactly where the
+ * count drops, and nothing else need look. The barrier pairs with the
+ * one in vbblk_batch_hold(): the holder sees the lower count, or we its
+ * command. Inline: once per command, and most find nothing held.
+ */
+static inline void vbblk_batch_cmd_done(struct vbblk_bio_cmd *cmd)
+{
+	struct vbblk_batch *b = cmd->batch;
+
+	if (!b)
+		return;
+	atomic_dec(&b->inflight);
+	/* Pairs with vbblk_batch_hold(): the count falls, then we look. */
+	smp_mb__after_atomic();
+	if (READ_ONCE(b->cmd))
+		vbblk_batch_send_after(b);
+}
 void vbblk_batch_flush_all(struct vbblk *vblk, enum vbblk_stat reason);
 void vbblk_batch_wait_plugs(struct vbblk *vblk);
 int vbblk_batch_cpuhp_init(void);

@@ -107,19 +107,15 @@ static void vbblk_unplug(struct blk_plug_cb *cb, bool from_schedule)
 		wake_up_var(&vblk->plug_refs);
 }
 
-/*
- * If the submitter holds a plug, make its unplug notify @vq and flush
- * batch @b (either may be NULL) and return true. Without a plug (or if
- * the callback cannot be allocated) return false: act now.
- */
-bool vbblk_plug_note(struct vbblk *vblk, struct vbblk_vq *vq,
-		     struct vbblk_batch *b)
+/* vbblk_plug_note() for a submitter that holds a plug. */
+bool vbblk_plug_note_plugged(struct vbblk *vblk, struct vbblk_vq *vq,
+			     struct vbblk_batch *b)
 {
 	struct vbblk_plug_cb *p;
 	struct blk_plug_cb *cb;
 
 	/* Softirq submitters must not touch the interrupted task's plug. */
-	if (!current->plug || !in_task() || READ_ONCE(vblk->draining))
+	if (!in_task() || READ_ONCE(vblk->draining))
 		return false;
 	cb = blk_check_plugged(vbblk_unplug, vblk, sizeof(*p));
 	if (!cb)
@@ -181,8 +177,9 @@ static bool vbblk_batch_full(struct vbblk *vblk, struct vbblk_bio_cmd *cmd)
 }
 
 /* A batch command goes to the ring: its CPU counts it until it ends. */
-static void vbblk_batch_dispatch(struct vbblk_bio_cmd *cmd,
-				 enum vbblk_stat reason, bool plugged)
+static __always_inline void vbblk_batch_dispatch(struct vbblk_bio_cmd *cmd,
+						 enum vbblk_stat reason,
+						 bool plugged)
 {
 	vbblk_stat_inc(cmd->vq->vblk, reason);
 	trace_vbblk_batch_release(cmd->vq->vblk, cmd, reason);
@@ -241,28 +238,15 @@ static void vbblk_batch_send_held(struct vbblk_bio_cmd *cmd,
 }
 
 /*
- * A command ended (its bios have): its CPU's count falls, and a stream
- * batch held for that count may go now. Only this CPU's own commands
- * count, and each ends here, from a reap or failed in dispatch (the
- * device was given up on): so the hold is re-checked exactly where the
- * count drops, and nothing else need look. The barrier pairs with the
- * one in vbblk_batch_hold(): the holder sees the lower count, or we its
- * command. Batches a plug holds are left to the unplug, which is certain
- * to come, so a plugged submission is not cut short by a completion that
- * lands in the middle.
+ * vbblk_batch_cmd_done() found a batch held on the CPU of a command that
+ * ended: it may go now. Batches a plug holds are left to the unplug,
+ * which is certain to come, so a plugged submission is not cut short by
+ * a completion that lands in the middle.
  */
-void vbblk_batch_cmd_done(struct vbblk_bio_cmd *cmd)
+void vbblk_batch_send_after(struct vbblk_batch *b)
 {
-	struct vbblk_batch *b = cmd->batch;
-
-	if (!b)
-		return;
-	atomic_dec(&b->inflight);
-	/* Pairs with vbblk_batch_hold(): the count falls, then we look. */
-	smp_mb__after_atomic();
-	if (READ_ONCE(b->cmd))
-		vbblk_batch_send_held(vbblk_batch_take(b, true),
-				      VBBLK_STAT_DISPATCH_COMPLETION, false);
+	vbblk_batch_send_held(vbblk_batch_take(b, true),
+			      VBBLK_STAT_DISPATCH_COMPLETION, false);
 }
 
 /*
@@ -341,28 +325,13 @@ static bool vbblk_batch_hold(struct vbblk *vblk, struct vbblk_batch *b,
 	return held;
 }
 
-/*
- * Add @bio to the command @b (this CPU's batch) holds if it fits: true,
- * the bio is taken. Otherwise the held command goes out, @stream says
- * whether @bio continues the batch's last bio, and the caller brings a
- * command of its own on b->vq to vbblk_batch_add().
- */
-bool vbblk_batch_merge(struct vbblk *vblk, struct vbblk_batch *b,
-		       struct bio *bio, unsigned int segs, bool *stream)
+/* vbblk_batch_merge() when @b holds a command: under its lock. */
+bool vbblk_batch_merge_held(struct vbblk *vblk, struct vbblk_batch *b,
+			    struct bio *bio, unsigned int segs)
 {
 	struct vbblk_bio_cmd *cmd, *full = NULL;
 	unsigned long flags;
 
-	/*
-	 * Nothing held, as for random I/O: only the stream's end to note,
-	 * without the lock. A command another task holds meanwhile (one
-	 * preempted here, or that moved to this CPU) is left as it is.
-	 */
-	if (!READ_ONCE(b->cmd)) {
-		*stream = bio->bi_iter.bi_sector == READ_ONCE(b->last_end);
-		WRITE_ONCE(b->last_end, bio_end_sector(bio));
-		return false;
-	}
 	spin_lock_irqsave(&b->lock, flags);
 	cmd = b->cmd;
 	if (cmd && vbblk_batch_fits(vblk, cmd, bio, segs)) {
@@ -383,7 +352,6 @@ bool vbblk_batch_merge(struct vbblk *vblk, struct vbblk_batch *b,
 	/* The held command cannot take this bio: it goes now. */
 	WRITE_ONCE(b->cmd, NULL);
 	b->plugged = false;
-	*stream = bio->bi_iter.bi_sector == READ_ONCE(b->last_end);
 	WRITE_ONCE(b->last_end, bio_end_sector(bio));
 	spin_unlock_irqrestore(&b->lock, flags);
 	if (cmd)

@@ -51,34 +51,41 @@ static void vbblk_bio_defer(struct vbblk *vblk, struct bio *bio)
 }
 
 /*
- * A command for @bio's submitter on @vq. Sleeps for a free one unless the
- * bio is REQ_NOWAIT (then NULL, and the bio has ended with EAGAIN) or the
+ * vbblk_bio_cmd_alloc() found none free. Sleeps for one unless the bio
+ * is REQ_NOWAIT (then NULL, and the bio has ended with EAGAIN) or the
  * caller cannot sleep (then NULL, and the bio waits in vblk->deferred).
  */
-static struct vbblk_bio_cmd *vbblk_bio_cmd_alloc(struct vbblk *vblk,
-						 struct vbblk_vq *vq,
-						 struct bio *bio)
+static noinline struct vbblk_bio_cmd *
+vbblk_bio_cmd_alloc_wait(struct vbblk *vblk, struct vbblk_vq *vq,
+			 struct bio *bio)
+{
+	if (bio->bi_opf & REQ_NOWAIT) {
+		vbblk_bio_would_block(vblk, bio);
+		return NULL;
+	}
+	/*
+	 * submit_bio from softirq (dm-crypt) must not sleep: the bio is sent
+	 * again from a work item, which may. Nothing is dropped.
+	 */
+	if (unlikely(!in_task())) {
+		vbblk_bio_defer(vblk, bio);
+		return NULL;
+	}
+	/* Sleeping flushes our plug, so held batches go out first. */
+	vbblk_stat_inc(vblk, VBBLK_STAT_RING_FULL_WAITS);
+	return vbblk_bio_cmd_wait(vbblk_bvq(vq));
+}
+
+/* A command for @bio's submitter on @vq, or NULL: see above. */
+static inline struct vbblk_bio_cmd *vbblk_bio_cmd_alloc(struct vbblk *vblk,
+							struct vbblk_vq *vq,
+							struct bio *bio)
 {
 	struct vbblk_bio_cmd *cmd = vbblk_bio_cmd_get(vbblk_bvq(vq));
 
-	if (!cmd) {
-		if (bio->bi_opf & REQ_NOWAIT) {
-			vbblk_bio_would_block(vblk, bio);
-			return NULL;
-		}
-		/*
-		 * submit_bio from softirq (dm-crypt) must not sleep: the bio is
-		 * sent again from a work item, which may. Nothing is dropped.
-		 */
-		if (unlikely(!in_task())) {
-			vbblk_bio_defer(vblk, bio);
-			return NULL;
-		}
-		/* Sleeping flushes our plug, so held batches go out first. */
-		vbblk_stat_inc(vblk, VBBLK_STAT_RING_FULL_WAITS);
-		cmd = vbblk_bio_cmd_wait(vbblk_bvq(vq));
-	}
-	return cmd;
+	if (likely(cmd))
+		return cmd;
+	return vbblk_bio_cmd_alloc_wait(vblk, vq, bio);
 }
 
 static void vbblk_bio_end_chain(struct bio *bio, blk_status_t st)
@@ -94,7 +101,9 @@ static void vbblk_bio_end_chain(struct bio *bio, blk_status_t st)
 	}
 }
 
-static void vbblk_bio_cmd_end(struct vbblk_bio_cmd *cmd, blk_status_t st)
+/* Inlined: the common completion is this, from vbblk_bio_end_cmd(). */
+static __always_inline void vbblk_bio_cmd_end(struct vbblk_bio_cmd *cmd,
+					      blk_status_t st)
 {
 	vbblk_bio_cmd_end_acct(cmd);
 	vbblk_bio_end_chain(cmd->bio, st);
@@ -144,10 +153,11 @@ static void vbblk_flush_stage(struct vbblk_bio_cmd *cmd, bool plugged)
 	}
 }
 
-static void vbblk_bio_stage_done(struct vbblk_bio_cmd *cmd, blk_status_t st);
+static noinline void vbblk_bio_stage_done(struct vbblk_bio_cmd *cmd,
+					  blk_status_t st);
 
 /* The FLUSH @lead sent completed with @st. */
-static void vbblk_flush_done(struct vbblk_bio_cmd *lead, blk_status_t st)
+static noinline void vbblk_flush_done(struct vbblk_bio_cmd *lead, blk_status_t st)
 {
 	struct vbblk *vblk = lead->vq->vblk;
 	struct vbblk_flush *fl = &vblk->flush;
@@ -241,7 +251,8 @@ static void vbblk_bio_end_cmd(struct vbblk_iohdr *hdr)
  * A batch carries other submitters' bios: if it fails, its bios are sent
  * again one by one (vbblk_retry_begin()), each ending with its own status.
  */
-static void vbblk_bio_stage_done(struct vbblk_bio_cmd *cmd, blk_status_t st)
+static noinline void vbblk_bio_stage_done(struct vbblk_bio_cmd *cmd,
+					  blk_status_t st)
 {
 	struct bio *bio;
 
@@ -281,7 +292,8 @@ static void vbblk_bio_send(struct vbblk *vblk, struct vbblk_bio_cmd *cmd)
  * the same way in vbblk_scsi.c), which the flush before it guarantees.
  * 6.1 lets such reads reach us; from 6.3 submit_bio refuses them.
  */
-static void vbblk_bio_submit_flush(struct vbblk *vblk, struct bio *bio)
+static noinline void vbblk_bio_submit_flush(struct vbblk *vblk,
+					    struct bio *bio)
 {
 	bool write = op_is_write(bio_op(bio));
 	struct vbblk_bio_cmd *cmd;
@@ -315,7 +327,8 @@ static void vbblk_bio_submit_flush(struct vbblk *vblk, struct bio *bio)
  * With no command free it polls its queue itself, since a poll queue's
  * commands come back only when someone polls.
  */
-static void vbblk_bio_submit_polled(struct vbblk *vblk, struct bio *bio)
+static noinline void vbblk_bio_submit_polled(struct vbblk *vblk,
+					     struct bio *bio)
 {
 	const struct blk_mq_queue_map *map = &vblk->tag_set.map[HCTX_TYPE_POLL];
 	struct vbblk_vq *vq = &vblk->vqs[map->mq_map[raw_smp_processor_id()]];
@@ -365,15 +378,20 @@ int vbblk_poll_bio(struct bio *bio, struct io_comp_batch *iob,
  * A read or write: batching (when on) may add it to this CPU's held
  * command; else it gets a command of its own, which may be held in turn.
  */
-static void vbblk_bio_submit_rw(struct vbblk *vblk, struct bio *bio)
+static __always_inline void vbblk_bio_submit_rw(struct vbblk *vblk,
+						struct bio *bio)
 {
 	struct vbblk_batch *b = vbblk_batch_this(vblk);
 	bool batch = READ_ONCE(vbblk_batch), stream = false;
 	unsigned int segs = vbblk_bio_segs(vblk, bio);
 	struct vbblk_bio_cmd *cmd;
 
-	if (batch && vbblk_batch_merge(vblk, b, bio, segs, &stream))
-		return;
+	if (batch) {
+		/* Does @bio continue this CPU's last one? */
+		stream = bio->bi_iter.bi_sector == READ_ONCE(b->last_end);
+		if (vbblk_batch_merge(vblk, b, bio, segs))
+			return;
+	}
 	/* b->vq, not this CPU's: the command stays with @b if we sleep. */
 	cmd = vbblk_bio_cmd_alloc(vblk, b->vq, bio);
 	if (!cmd)
@@ -385,7 +403,8 @@ static void vbblk_bio_submit_rw(struct vbblk *vblk, struct bio *bio)
 }
 
 /* Discard, write-zeroes, secure erase: one range per command. */
-static void vbblk_bio_submit_range(struct vbblk *vblk, struct bio *bio)
+static noinline void vbblk_bio_submit_range(struct vbblk *vblk,
+					    struct bio *bio)
 {
 	struct request_queue *q = vblk->disk->queue;
 	struct vbblk_bio_cmd *cmd;
@@ -421,8 +440,13 @@ static void vbblk_bio_submit_range(struct vbblk *vblk, struct bio *bio)
 	vbblk_bio_send(vblk, cmd);
 }
 
-/* A bio that passed the checks goes its way: each path below may sleep. */
-static void vbblk_bio_route(struct vbblk *vblk, struct bio *bio)
+/*
+ * A bio that passed the checks goes its way: each path below may sleep.
+ * Inlined into submit_bio with the plain read/write path; the others are
+ * calls.
+ */
+static __always_inline void vbblk_bio_route(struct vbblk *vblk,
+					    struct bio *bio)
 {
 	switch (bio_op(bio)) {
 	case REQ_OP_READ:

@@ -22,46 +22,6 @@
 
 #include "vbblk.h"
 
-/*
- * A free command, or NULL. Completions push lock-free; pops are
- * serialised because llist_del_first needs one consumer at a time, and
- * several CPUs may share a queue. submit_bio may run in softirq context
- * (dm-crypt completing a write from its cipher's callback) and interrupt
- * a submitter that holds the lock on this CPU: interrupts stay off while
- * it is held.
- */
-struct vbblk_bio_cmd *vbblk_bio_cmd_get(struct vbblk_bio_vq *bvq)
-{
-	struct vbblk_bio_cmd *cmd;
-	struct llist_node *node;
-	unsigned long flags;
-
-	if (llist_empty(&bvq->free_cmds))
-		return NULL;
-	spin_lock_irqsave(&bvq->free_lock, flags);
-	node = llist_del_first(&bvq->free_cmds);
-	spin_unlock_irqrestore(&bvq->free_lock, flags);
-	if (!node)
-		return NULL;
-	atomic_inc(&bvq->nr_cmds);
-
-	/* Every field a command reads before writing it; no memset. */
-	cmd = llist_entry(node, struct vbblk_bio_cmd, free_node);
-	cmd->bio = NULL;
-	cmd->tail = NULL;
-	cmd->nr_bios = 0;
-	cmd->nr_segs = 0;
-	cmd->bytes = 0;
-	cmd->end = 0;
-	cmd->accounted = false;
-	cmd->stage = 0;
-	cmd->postflush = false;
-	cmd->retry.active = false;
-	cmd->batch = NULL;
-	INIT_LIST_HEAD(&cmd->park);
-	return cmd;
-}
-
 /* Sleep until a command is free on @bvq. */
 struct vbblk_bio_cmd *vbblk_bio_cmd_wait(struct vbblk_bio_vq *bvq)
 {
@@ -69,29 +29,6 @@ struct vbblk_bio_cmd *vbblk_bio_cmd_wait(struct vbblk_bio_vq *bvq)
 
 	wait_event(bvq->wait, (cmd = vbblk_bio_cmd_get(bvq)));
 	return cmd;
-}
-
-void vbblk_bio_cmd_free(struct vbblk_bio_cmd *cmd)
-{
-	struct vbblk_bio_vq *bvq = vbblk_bvq(cmd->vq);
-
-	llist_add(&cmd->free_node, &bvq->free_cmds);
-	atomic_dec(&bvq->nr_cmds);
-	/* Submitters waiting for a command, or a drain waiting for zero. */
-	if (wq_has_sleeper(&bvq->wait))
-		wake_up(&bvq->wait);
-}
-
-/*
- * End the command's I/O accounting, against the block device its bios were
- * sent to (a partition's statistics include its I/O), while they are
- * still alive to name it.
- */
-void vbblk_bio_cmd_end_acct(struct vbblk_bio_cmd *cmd)
-{
-	if (cmd->accounted)
-		vbblk_end_io_acct(cmd->bio->bi_bdev, bio_op(cmd->bio),
-				  cmd->acct_sectors, cmd->start_time);
 }
 
 /*
@@ -114,10 +51,11 @@ void vbblk_bio_cmd_acct_flush(struct vbblk_bio_cmd *cmd, u64 started)
 }
 
 /*
- * Put the command's current stage on the ring: its bios' data, the first
- * bio's alone while it is retried. Caller holds vq->lock.
+ * vbblk_bio_add_locked() for anything but data in one piece: a batch, a
+ * retried bio, a range. Caller holds vq->lock.
  */
-static int vbblk_bio_add_locked(struct vbblk_vq *vq, struct vbblk_bio_cmd *cmd)
+static noinline int vbblk_bio_add_sg(struct vbblk_vq *vq,
+				     struct vbblk_bio_cmd *cmd)
 {
 	struct vbblk_bio_vq *bvq = vbblk_bvq(vq);
 	struct vbblk *vblk = vq->vblk;
@@ -128,16 +66,6 @@ static int vbblk_bio_add_locked(struct vbblk_vq *vq, struct vbblk_bio_cmd *cmd)
 	unsigned int n = 0;
 
 	lockdep_assert_held(&vq->lock);
-	/*
-	 * Data in one piece, most commands: in the command's own entry.
-	 * nr_segs counts what is mapped: a retry maps its first bio alone.
-	 */
-	if (likely(cmd->nr_segs == 1 && cmd->stage == VBBLK_STAGE_DATA &&
-		   (cmd->bio == cmd->tail || cmd->retry.active))) {
-		vbblk_bio_map_one(cmd->bio, &cmd->sg1);
-		return vbblk_vq_add(vq, &cmd->hdr, &cmd->sg1,
-				    op_is_write(bio_op(cmd->bio)));
-	}
 	switch (virtio32_to_cpu(vblk->vdev, cmd->hdr.out.type)) {
 	case VIRTIO_BLK_T_IN:
 		out = false;
@@ -164,6 +92,25 @@ static int vbblk_bio_add_locked(struct vbblk_vq *vq, struct vbblk_bio_cmd *cmd)
 		break;
 	}
 	return vbblk_vq_add(vq, &cmd->hdr, data, out);
+}
+
+/*
+ * Put the command's current stage on the ring: its bios' data, the first
+ * bio's alone while it is retried. Caller holds vq->lock. Data in one
+ * piece, most commands, goes in the command's own entry, decided inline.
+ * nr_segs counts what is mapped: a retry maps its first bio alone.
+ */
+static __always_inline int vbblk_bio_add_locked(struct vbblk_vq *vq,
+						struct vbblk_bio_cmd *cmd)
+{
+	lockdep_assert_held(&vq->lock);
+	if (likely(cmd->nr_segs == 1 && cmd->stage == VBBLK_STAGE_DATA &&
+		   (cmd->bio == cmd->tail || cmd->retry.active))) {
+		vbblk_bio_map_one(cmd->bio, &cmd->sg1);
+		return vbblk_vq_add(vq, &cmd->hdr, &cmd->sg1,
+				    op_is_write(bio_op(cmd->bio)));
+	}
+	return vbblk_bio_add_sg(vq, cmd);
 }
 
 /* As if the device failed it: its path's completion ends it. */
@@ -210,8 +157,8 @@ static bool vbblk_bio_readd_locked(struct vbblk_vq *vq,
  * by park_work. Without indirect descriptors an empty ring refuses
  * only what it can never take: that fails. Caller holds vq->lock.
  */
-static bool vbblk_bio_queue_locked(struct vbblk_vq *vq,
-				   struct vbblk_bio_cmd *cmd)
+static __always_inline bool vbblk_bio_queue_locked(struct vbblk_vq *vq,
+						   struct vbblk_bio_cmd *cmd)
 {
 	struct vbblk_bio_vq *bvq = vbblk_bvq(vq);
 	int err = -ENOSPC;
