@@ -155,7 +155,7 @@ static void vbblk_ucmd_unmap(struct vbblk_ucmd *uc, bool dirty)
 	}
 }
 
-static void vbblk_ucmd_put(struct vbblk_ucmd *uc, bool dirty)
+static inline void vbblk_ucmd_put(struct vbblk_ucmd *uc, bool dirty)
 {
 	struct vbblk_uring_vq *uvq = uc->uvq;
 
@@ -239,7 +239,8 @@ static void vbblk_ucmd_end(struct vbblk_iohdr *hdr)
 
 /* ---- the gate: freeze waits, remove fails ---- */
 
-static int vbblk_uring_enter(struct vbblk_uring *ur, bool nowait)
+static noinline int vbblk_uring_enter_wait(struct vbblk_uring *ur,
+					   bool nowait)
 {
 	while (!percpu_ref_tryget_live(&ur->ref)) {
 		if (READ_ONCE(ur->dead))
@@ -252,6 +253,14 @@ static int vbblk_uring_enter(struct vbblk_uring *ur, bool nowait)
 			return -EINTR;
 	}
 	return 0;
+}
+
+/* Open, most of the time: decided inline. */
+static inline int vbblk_uring_enter(struct vbblk_uring *ur, bool nowait)
+{
+	if (likely(percpu_ref_tryget_live(&ur->ref)))
+		return 0;
+	return vbblk_uring_enter_wait(ur, nowait);
 }
 
 static void vbblk_uring_ref_release(struct percpu_ref *ref)
@@ -396,8 +405,8 @@ static int vbblk_uring_check_range(struct vbblk *vblk, u64 sector, u64 n)
 }
 
 /* @bytes of data at @sector: a transfer the disk takes. */
-static int vbblk_uring_check_bytes(struct vbblk *vblk, u64 sector,
-				   size_t bytes)
+static inline int vbblk_uring_check_bytes(struct vbblk *vblk, u64 sector,
+					  size_t bytes)
 {
 	struct request_queue *q = vblk->disk->queue;
 	int err;
@@ -707,8 +716,9 @@ static void vbblk_uring_room(struct vbblk_vq *vq)
  * Put @uc on its ring. A full ring is waited for, or is -EAGAIN with
  * @nowait (io_uring then issues again from its worker, which may wait).
  */
-static int vbblk_ucmd_queue(struct vbblk_ucmd *uc, struct scatterlist *data,
-			    bool out, bool nowait)
+static __always_inline int vbblk_ucmd_queue(struct vbblk_ucmd *uc,
+					    struct scatterlist *data,
+					    bool out, bool nowait)
 {
 	struct vbblk_uring_vq *uvq = uc->uvq;
 	struct vbblk_vq *vq = &uvq->ur->vblk->vqs[uvq->index];
