@@ -368,16 +368,32 @@ bool vbblk_batch_merge_held(struct vbblk *vblk, struct vbblk_batch *b,
  * vbblk_batch_hold()); otherwise, or if nothing would send it promptly,
  * it goes now.
  */
-void vbblk_batch_add(struct vbblk *vblk, struct vbblk_batch *b,
-		     struct vbblk_bio_cmd *cmd, bool hold, bool stream)
+static noinline void vbblk_batch_add_may_hold(struct vbblk *vblk,
+					     struct vbblk_batch *b,
+					     struct vbblk_bio_cmd *cmd,
+					     bool hold, bool stream)
 {
 	/* One look at the plug: its unplug notifies b->vq, sends @b's hold. */
 	bool plugged = vbblk_plug_note(vblk, b->vq, hold ? b : NULL);
 
-	WARN_ON_ONCE(cmd->vq != b->vq);
-	cmd->batch = b;
 	if (!hold || !vbblk_batch_hold(vblk, b, cmd, plugged, stream))
 		vbblk_batch_dispatch(cmd, VBBLK_STAT_DISPATCH_DIRECT, plugged);
+}
+
+void vbblk_batch_add(struct vbblk *vblk, struct vbblk_batch *b,
+		     struct vbblk_bio_cmd *cmd, bool hold, bool stream)
+{
+	WARN_ON_ONCE(cmd->vq != b->vq);
+	cmd->batch = b;
+	/*
+	 * No plug, and no stream to hold for (random I/O, QD1): nothing
+	 * would send it promptly, so it goes now, without a frame.
+	 */
+	if (!current->plug && !(hold && stream)) {
+		vbblk_batch_dispatch(cmd, VBBLK_STAT_DISPATCH_DIRECT, false);
+		return;
+	}
+	vbblk_batch_add_may_hold(vblk, b, cmd, hold, stream);
 }
 
 /* A FLUSH/FUA bio on this CPU: what it holds goes first. */
