@@ -180,6 +180,7 @@ struct vbblk_vq {
 	 * room. Both are one vbblk_vq to the layers above.
 	 */
 	struct virtqueue *big;
+	unsigned int big_size;		/* its descriptors: all free when idle */
 	u8 added;			/* with @big: VBBLK_KICK_* rings added to; under lock */
 	struct vbblk *vblk;
 	unsigned int index;

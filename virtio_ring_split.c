@@ -261,7 +261,7 @@ static struct vbblk_iohdr **vbblk_vq_get_bufs(struct vbblk_vq *vq,
 static bool vbblk_vq_big_busy(struct vbblk_vq *vq)
 {
 	return vq->big &&
-	       vq->big->num_free < virtqueue_get_vring_size(vq->big);
+	       vq->big->num_free < vq->big_size;
 }
 
 /*
@@ -294,11 +294,17 @@ vbblk_vq_reap(struct vbblk_vq *vq, bool polled, bool *room)
 				virtqueue_disable_cb(vq->big);
 			tail = vbblk_vq_get_bufs(vq, vq->big, tail);
 		}
-		if (polled || unlikely(virtqueue_is_broken(vq->vq)))
+		if (polled)
 			break;
-		/* Both back on, or round again for what raced with it. */
+		/*
+		 * Both back on, or round again for what raced with it. A
+		 * broken ring reports itself back on (virtqueue_poll() is
+		 * false for it): checked only when it does not.
+		 */
 		if (virtqueue_enable_cb(vq->vq) &&
 		    (!big || virtqueue_enable_cb(vq->big)))
+			break;
+		if (unlikely(virtqueue_is_broken(vq->vq)))
 			break;
 	}
 	*tail = NULL;
@@ -499,6 +505,7 @@ int vbblk_init_vqs(struct vbblk *vblk, unsigned int want, unsigned int npoll,
 
 		vq->vq = vqs[vbblk_vq_direct_index(i, io, paired)];
 		vq->big = paired ? vqs[vbblk_vq_big_index(i, io, npoll)] : NULL;
+		vq->big_size = paired ? virtqueue_get_vring_size(vq->big) : 0;
 		/* Reaped by polling: ask the device not to signal. */
 		if (i >= io) {
 			virtqueue_disable_cb(vq->vq);
