@@ -653,10 +653,10 @@ bool vbblk_batch_merge_held(struct vbblk *vblk, struct vbblk_batch *b,
  * the bio is taken. Otherwise the held command goes out, and the caller
  * brings a command of its own on b->vq to vbblk_batch_add(), having read
  * before this whether @bio continues the stream (b->last_end, which this
- * moves to @bio's end). Nothing held, as for
- * random I/O, is decided inline: only the stream's end to note, without
- * the lock. A command another task holds meanwhile (one preempted here,
- * or that moved to this CPU) is left as it is.
+ * moves to @bio's end). Nothing held, as for random I/O, is decided
+ * inline: only the stream's end to note, without the lock. A command
+ * another task holds meanwhile (one preempted here, or that moved to this
+ * CPU) is left as it is.
  */
 static inline bool vbblk_batch_merge(struct vbblk *vblk, struct vbblk_batch *b,
 				     struct bio *bio, unsigned int segs)

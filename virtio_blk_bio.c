@@ -157,7 +157,8 @@ static noinline void vbblk_bio_stage_done(struct vbblk_bio_cmd *cmd,
 					  blk_status_t st);
 
 /* The FLUSH @lead sent completed with @st. */
-static noinline void vbblk_flush_done(struct vbblk_bio_cmd *lead, blk_status_t st)
+static noinline void vbblk_flush_done(struct vbblk_bio_cmd *lead,
+				      blk_status_t st)
 {
 	struct vbblk *vblk = lead->vq->vblk;
 	struct vbblk_flush *fl = &vblk->flush;
