@@ -109,7 +109,7 @@ uninstall-conf:
 # DKMS wants the source in /usr/src/<name>-<version> with a dkms.conf that
 # names the version; a VERSION file stands in for git there.
 DKMS_SRC = $(DESTDIR)/usr/src/vbblk-$(VBBLK_VERSION)
-DKMS_FILES = Makefile Kbuild $(wildcard vbblk*.h virtio_*.c vbblk_*.c) include probe \
+DKMS_FILES = Makefile Kbuild $(wildcard vbblk*.h virtio_*.[ch] vbblk_*.c) include probe \
 	scripts/probe-kernel.sh
 DKMS_KERNELS ?= $(notdir $(patsubst %/build/,%,$(dir $(wildcard /lib/modules/*/build/Makefile))))
 

@@ -321,8 +321,6 @@ static inline void vbblk_sg_one(struct scatterlist *sg, void *buf,
 	sg_set_buf(sg, buf, len);
 }
 
-int vbblk_vq_add(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
-		 struct scatterlist *data, bool data_out);
 struct vbblk_scsi_io;
 int vbblk_vq_add_scsi(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 		      struct vbblk_scsi_io *sio, struct scatterlist *data,

@@ -10,6 +10,7 @@
 
 #include "vbblk.h"
 #include "vbblk_trace.h"
+#include "virtio_ring_split.h"
 
 /*
  * Once per command, when it is allocated: its completion callback and the

@@ -21,6 +21,7 @@
 #include <linux/virtio_ring.h>
 
 #include "vbblk.h"
+#include "virtio_ring_split.h"
 
 /* Sleep until a command is free on @bvq. */
 struct vbblk_bio_cmd *vbblk_bio_cmd_wait(struct vbblk_bio_vq *bvq)

@@ -8,6 +8,7 @@
 #include <linux/slab.h>
 
 #include "vbblk.h"
+#include "virtio_ring_split.h"
 
 static inline struct vbblk_vq *vbblk_hctx_vq(struct blk_mq_hw_ctx *hctx)
 {

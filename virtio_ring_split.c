@@ -29,106 +29,17 @@
 #include "vbblk.h"
 #include "include/vbblk_compat.h"
 #include "vbblk_trace.h"
-
-/* A command this small (in data buffers) goes on a pair's direct ring. */
-#define VBBLK_DIRECT_SEGS	4
-
-/*
- * The descriptors a command with @data takes straight on the ring, or 0
- * when it has more than VBBLK_DIRECT_SEGS data buffers.
- */
-static unsigned int vbblk_vq_direct_descs(struct scatterlist *data)
-{
-	unsigned int n = 3;	/* header, a data buffer, status */
-
-	for (; !sg_is_last(data); data = sg_next(data))
-		if (++n > VBBLK_DIRECT_SEGS + 2)
-			return 0;
-	return n;
-}
+#include "virtio_ring_split.h"
 
 /* The cmd_queue tracepoint, with the descriptors the command takes. */
-static noinline void vbblk_vq_trace_queue(struct vbblk_vq *vq,
-					  struct vbblk_iohdr *hdr,
-					  struct scatterlist **sgs,
-					  unsigned int n)
+noinline void vbblk_vq_trace_queue(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
+				   struct scatterlist **sgs, unsigned int n)
 {
 	unsigned int i, descs = 0;
 
 	for (i = 0; i < n; i++)
 		descs += sg_nents(sgs[i]);
 	trace_vbblk_cmd_queue(vq, hdr, descs);
-}
-
-/*
- * Put one command's buffers on the ring and count it; caller holds
- * vq->lock. @direct: the descriptors it takes on a pair's direct ring, 0
- * for the indirect one. The room is checked here: a full ring would make
- * the core notify the device under our lock. Inlined into its two
- * callers: one frame per command on the I/O path.
- */
-static __always_inline int vbblk_vq_add_sgs(struct vbblk_vq *vq,
-					    struct vbblk_iohdr *hdr,
-					    struct scatterlist **sgs,
-					    unsigned int n_out,
-					    unsigned int n_in,
-					    unsigned int direct)
-{
-	struct vbblk *vblk = vq->vblk;
-	u32 type = virtio32_to_cpu(vblk->vdev, hdr->out.type);
-	struct virtqueue *ring = vq->vq;
-	u8 bit = VBBLK_KICK_DIRECT;
-	int err;
-
-	lockdep_assert_held(&vq->lock);
-	/* Under the lock: vbblk_vqs_abort() then sees this command, or we it. */
-	if (unlikely(READ_ONCE(vblk->broken)))
-		return -EIO;
-
-	if (vq->big && (!direct || ring->num_free < direct)) {
-		ring = vq->big;
-		bit = VBBLK_KICK_BIG;
-	}
-	err = virtqueue_add_sgs(ring, sgs, n_out, n_in, hdr, GFP_ATOMIC);
-	if (unlikely(err))
-		return err;
-	vq->added |= bit;
-	if (bit == VBBLK_KICK_BIG)
-		vbblk_stat_inc(vblk, VBBLK_STAT_INDIRECT_RING);
-	if (trace_vbblk_cmd_queue_enabled())
-		vbblk_vq_trace_queue(vq, hdr, sgs, n_out + n_in);
-
-	/* Read without the lock by the batch hold test. */
-	WRITE_ONCE(vq->inflight, vq->inflight + 1);
-	/* Count what the device will see (GET_ID is not I/O). */
-	if (type != VIRTIO_BLK_T_GET_ID) {
-		vbblk_stat_inc(vblk, VBBLK_STAT_REQUESTS);
-		if (type == VIRTIO_BLK_T_FLUSH)
-			vbblk_stat_inc(vblk, VBBLK_STAT_FLUSHES);
-	}
-	return 0;
-}
-
-/*
- * Queue one command: header out, optional data (out or in), status in.
- * Caller holds vq->lock. Returns -ENOSPC when the ring is full. The list
- * of parts lives in the header, not on the stack: the stack protector
- * would guard an array here on every command.
- */
-int vbblk_vq_add(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
-		 struct scatterlist *data, bool data_out)
-{
-	struct scatterlist **sgs = hdr->sgs;
-
-	if (!data) {
-		sgs[1] = &hdr->status_sg;
-		return vbblk_vq_add_sgs(vq, hdr, sgs, 1, 1,
-					vq->big ? 2 : 0);
-	}
-	sgs[1] = data;
-	sgs[2] = &hdr->status_sg;
-	return vbblk_vq_add_sgs(vq, hdr, sgs, 1 + data_out, 2 - data_out,
-				vq->big ? vbblk_vq_direct_descs(data) : 0);
 }
 
 /*
