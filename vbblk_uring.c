@@ -17,12 +17,15 @@
  *
  * Lifetime: an open file holds the character device, which holds the disk
  * (its own reference: removal's device_del() drops the parent's), which
- * holds struct vbblk. ur->ref counts commands on the rings and plugs that
- * will notify: freeze and remove kill it and wait for it to drain, polling
- * the poll queues meanwhile (their owners may be frozen or gone), which
- * vbblk_vqs_abort() guarantees for a device that stopped answering;
- * restore brings it back to life (so it may be reinitialised). Nothing
- * reads ur->vblk before the gate (vbblk_uring_enter()) is passed.
+ * holds struct vbblk. ur->ref counts commands past the gate (on the rings
+ * or on their way) and plugs that will notify: freeze and remove kill it
+ * and wait for it to drain, polling the poll queues meanwhile (their
+ * owners may be frozen or gone), which vbblk_vqs_abort() guarantees for a
+ * device that stopped answering; restore brings it back to life (so it may
+ * be reinitialised). A submitter's notify, which may come after its
+ * command ended, runs under rcu_read_lock(): the drain then waits for RCU,
+ * so the rings outlive it. Nothing reads ur->vblk before the gate
+ * (vbblk_uring_enter()) is passed.
  */
 #include <linux/blkdev.h>
 #include <linux/capability.h>
@@ -36,6 +39,7 @@
 #include <linux/uio.h>
 
 #include "vbblk.h"
+#include "virtio_ring_split.h"
 #include "include/uapi/linux/vbblk.h"
 
 /* Pages kept inside each command (32 KiB); larger I/O allocates its tables. */
@@ -289,6 +293,8 @@ static void vbblk_uring_drain(struct vbblk_uring *ur)
 		for (i = vblk->num_vqs - vblk->num_poll_vqs; i < vblk->num_vqs;
 		     i++)
 			vbblk_vq_poll(&vblk->vqs[i]);
+	/* Submitters may still notify for ended commands (vbblk_ucmd_queue()) */
+	synchronize_rcu();
 }
 
 /* ---- plugs: one notify per virtqueue per submission batch ---- */
@@ -314,7 +320,7 @@ static void vbblk_uring_unplug(struct blk_plug_cb *cb, bool from_schedule)
 }
 
 /* Under the submitter's plug, leave @index's notify to the unplug. */
-static bool vbblk_uring_plug_note(struct vbblk_uring *ur, unsigned int index)
+static __always_inline bool vbblk_uring_plug_note(struct vbblk_uring *ur, unsigned int index)
 {
 	struct vbblk_uring_plug *p;
 	struct blk_plug_cb *cb;
@@ -715,6 +721,9 @@ static void vbblk_uring_room(struct vbblk_vq *vq)
 /*
  * Put @uc on its ring. A full ring is waited for, or is -EAGAIN with
  * @nowait (io_uring then issues again from its worker, which may wait).
+ * The caller's gate reference becomes the command's own once it is on the
+ * ring: vbblk_ucmd_end() may drop it before our notify, which RCU covers
+ * (vbblk_uring_drain()). One reference per command, not two.
  */
 static __always_inline int vbblk_ucmd_queue(struct vbblk_ucmd *uc,
 					    struct scatterlist *data,
@@ -731,6 +740,7 @@ static __always_inline int vbblk_ucmd_queue(struct vbblk_ucmd *uc,
 		/* After any sleep below: sleeping flushes the plug. */
 		plugged = vbblk_uring_plug_note(uvq->ur, uvq->index);
 		room = atomic_read(&uvq->room);
+		rcu_read_lock();
 		spin_lock_irqsave(&vq->lock, flags);
 		err = vbblk_vq_add(vq, &uc->hdr, data, out);
 		if (!err && plugged)
@@ -742,6 +752,7 @@ static __always_inline int vbblk_ucmd_queue(struct vbblk_ucmd *uc,
 		spin_unlock_irqrestore(&vq->lock, flags);
 		if (notify)
 			vbblk_vq_notify(vq, notify);
+		rcu_read_unlock();
 		if (err != -ENOSPC)
 			return err;
 		/*
@@ -780,11 +791,9 @@ static void vbblk_ucmd_later(struct work_struct *work)
 	if (!uc->gated)
 		err = vbblk_uring_enter(ur, false);
 	if (!err) {
-		percpu_ref_get(&ur->ref);	/* the command's own */
 		err = vbblk_ucmd_queue(uc, uc->data, uc->out, false);
 		if (err)
 			percpu_ref_put(&ur->ref);
-		percpu_ref_put(&ur->ref);
 	}
 	if (err) {
 		/* The device moved nothing. */
@@ -901,19 +910,13 @@ static int vbblk_uring_cmd(struct io_uring_cmd *ioucmd,
 		vbblk_ucmd_defer(uc, data, out, false);
 		return -EIOCBQUEUED;
 	}
-	/*
-	 * The command's own reference, which vbblk_ucmd_end() drops; ours
-	 * keeps the rings until the notify, however soon it completes.
-	 */
-	percpu_ref_get(&ur->ref);
+	/* On the ring, our reference is the command's, for vbblk_ucmd_end(). */
 	err = vbblk_ucmd_queue(uc, data, out, nowait);
 	if (err == -EAGAIN) {
 		/* A full ring: the worker takes our reference with it. */
-		percpu_ref_put(&ur->ref);
 		vbblk_ucmd_defer(uc, data, out, true);
 		return -EIOCBQUEUED;
 	}
-	percpu_ref_put(&ur->ref);
 	if (err)
 		goto out_cmd;
 	return -EIOCBQUEUED;
