@@ -17,6 +17,8 @@
  *   ring        virtio_ring_split.c: add, kick/notify, reap, abort
  *   trace       vbblk_trace.c: the tracepoints (vbblk_trace.h)
  * The ring ends a command through the ->end callback its issuer set.
+ * Two layers keep an inline half in a header of their own, for the hot
+ * path: virtio_ring_split.h (the add), virtio_blk_batch.h (the send).
  *
  * One private header, in the same order, bottom first: one struct per
  * concept.
@@ -665,8 +667,6 @@ static inline bool vbblk_batch_merge(struct vbblk *vblk, struct vbblk_batch *b,
 	return false;
 }
 
-void vbblk_batch_add(struct vbblk *vblk, struct vbblk_batch *b,
-		     struct vbblk_bio_cmd *cmd, bool hold, bool stream);
 void vbblk_batch_cut(struct vbblk *vblk);
 void vbblk_batch_send_after(struct vbblk_batch *b);
 

@@ -41,6 +41,7 @@
 
 #include "vbblk.h"
 #include "vbblk_trace.h"
+#include "virtio_blk_batch.h"
 
 static enum cpuhp_state vbblk_cpuhp_state;
 
@@ -174,17 +175,6 @@ static bool vbblk_batch_full(struct vbblk *vblk, struct vbblk_bio_cmd *cmd)
 	       cmd->nr_segs >= vblk->sg_elems ||
 	       cmd->bytes + SECTOR_SIZE > vbblk_batch_max_bytes(vblk) ||
 	       (cmd->bio->bi_opf & REQ_NOMERGE_FLAGS);
-}
-
-/* A batch command goes to the ring: its CPU counts it until it ends. */
-static __always_inline void vbblk_batch_dispatch(struct vbblk_bio_cmd *cmd,
-						 enum vbblk_stat reason,
-						 bool plugged)
-{
-	vbblk_stat_inc(cmd->vq->vblk, reason);
-	trace_vbblk_batch_release(cmd->vq->vblk, cmd, reason);
-	atomic_inc(&cmd->batch->inflight);
-	vbblk_bio_cmd_dispatch(cmd, plugged);
 }
 
 static void vbblk_batch_send(struct vbblk *vblk, struct vbblk_bio_cmd *cmd,
@@ -359,41 +349,16 @@ bool vbblk_batch_merge_held(struct vbblk *vblk, struct vbblk_batch *b,
 	return false;
 }
 
-/*
- * A read or write command on b->vq, counted in batch @b while it is out.
- * @b is the batch the caller took before it got the command: a submitter
- * that slept for one may run on another CPU now, and a command held in
- * that CPU's batch could go to a queue its unplug does not notify. With
- * @hold (batching on) it may be held for later bios (see
- * vbblk_batch_hold()); otherwise, or if nothing would send it promptly,
- * it goes now.
- */
-static noinline void vbblk_batch_add_may_hold(struct vbblk *vblk,
-					     struct vbblk_batch *b,
-					     struct vbblk_bio_cmd *cmd,
-					     bool hold, bool stream)
+/* vbblk_batch_add(), when the command might be held: a plug or a stream */
+noinline void vbblk_batch_add_may_hold(struct vbblk *vblk, struct vbblk_batch *b,
+				       struct vbblk_bio_cmd *cmd, bool hold,
+				       bool stream)
 {
 	/* One look at the plug: its unplug notifies b->vq, sends @b's hold. */
 	bool plugged = vbblk_plug_note(vblk, b->vq, hold ? b : NULL);
 
 	if (!hold || !vbblk_batch_hold(vblk, b, cmd, plugged, stream))
 		vbblk_batch_dispatch(cmd, VBBLK_STAT_DISPATCH_DIRECT, plugged);
-}
-
-void vbblk_batch_add(struct vbblk *vblk, struct vbblk_batch *b,
-		     struct vbblk_bio_cmd *cmd, bool hold, bool stream)
-{
-	WARN_ON_ONCE(cmd->vq != b->vq);
-	cmd->batch = b;
-	/*
-	 * No plug, and no stream to hold for (random I/O, QD1): nothing
-	 * would send it promptly, so it goes now, without a frame.
-	 */
-	if (!current->plug && !(hold && stream)) {
-		vbblk_batch_dispatch(cmd, VBBLK_STAT_DISPATCH_DIRECT, false);
-		return;
-	}
-	vbblk_batch_add_may_hold(vblk, b, cmd, hold, stream);
 }
 
 /* A FLUSH/FUA bio on this CPU: what it holds goes first. */

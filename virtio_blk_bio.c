@@ -31,6 +31,7 @@
 
 #include "vbblk.h"
 #include "vbblk_trace.h"
+#include "virtio_blk_batch.h"
 
 /* No command for a REQ_NOWAIT bio: it ends with EAGAIN rather than wait. */
 static void vbblk_bio_would_block(struct vbblk *vblk, struct bio *bio)
