@@ -188,6 +188,12 @@ struct vbblk_vq {
 	unsigned int index;
 	unsigned int inflight;		/* on the ring; written under lock */
 	unsigned long completed;	/* taken off the ring; under lock */
+	/*
+	 * A reap's scratch, under lock: kept here, not on the interrupt's
+	 * stack, where their addresses would cost it a stack protector.
+	 */
+	struct vbblk_iohdr *reaped;	/* the chain it takes off the rings */
+	unsigned int used_len;		/* virtqueue_get_buf()'s, unused */
 	/* paths refused for lack of room, called after the next reap; under lock */
 	vbblk_vq_fn room[VBBLK_ROOM_WAITERS];
 	char name[16];

@@ -153,9 +153,8 @@ static struct vbblk_iohdr **vbblk_vq_get_bufs(struct vbblk_vq *vq,
 					      struct vbblk_iohdr **tail)
 {
 	struct vbblk_iohdr *hdr;
-	unsigned int len;
 
-	while ((hdr = virtqueue_get_buf(ring, &len)) != NULL) {
+	while ((hdr = virtqueue_get_buf(ring, &vq->used_len)) != NULL) {
 		*tail = hdr;
 		tail = &hdr->done_next;
 		WRITE_ONCE(vq->inflight, vq->inflight - 1);
@@ -186,7 +185,7 @@ static bool vbblk_vq_big_busy(struct vbblk_vq *vq)
 static __always_inline struct vbblk_iohdr *
 vbblk_vq_reap(struct vbblk_vq *vq, bool polled, bool *room)
 {
-	struct vbblk_iohdr *head = NULL, **tail = &head;
+	struct vbblk_iohdr *head, **tail = &vq->reaped;
 	unsigned long flags;
 	bool big;
 
@@ -219,6 +218,7 @@ vbblk_vq_reap(struct vbblk_vq *vq, bool polled, bool *room)
 			break;
 	}
 	*tail = NULL;
+	head = vq->reaped;
 	/*
 	 * Only a reap that freed room wakes those waiting for it: a poller
 	 * spinning on an idle ring would wake them on every empty pass.
@@ -256,27 +256,25 @@ static __always_inline int vbblk_vq_end_chain(struct vbblk_vq *vq,
 }
 
 /*
- * The vbblk_vq of a virtqueue. Paired, the device's queues are the
- * interrupt-driven direct rings, their indirect rings, then the same two
- * for the poll queues (vbblk_init_vqs()).
+ * The interrupt-driven rings' callbacks. Their rings come first, vq K's
+ * direct ring at index K and, paired, its indirect ring at K plus their
+ * count (vbblk_init_vqs()): each finds its vbblk_vq in one subtraction.
  */
-static struct vbblk_vq *vbblk_vq_of(struct virtqueue *_vq)
-{
-	struct vbblk *vblk = _vq->vdev->priv;
-	unsigned int io = vbblk_io_vqs(vblk), i = _vq->index;
-
-	if (vblk->paired) {
-		if (i >= io)
-			i -= io;
-		if (i >= vblk->num_vqs)
-			i -= vblk->num_poll_vqs;
-	}
-	return &vblk->vqs[i];
-}
-
 static void vbblk_vq_done(struct virtqueue *_vq)
 {
-	struct vbblk_vq *vq = vbblk_vq_of(_vq);
+	struct vbblk *vblk = _vq->vdev->priv;
+	struct vbblk_vq *vq = &vblk->vqs[_vq->index];
+	struct vbblk_iohdr *done;
+	bool room;
+
+	done = vbblk_vq_reap(vq, false, &room);
+	vbblk_vq_end_chain(vq, done, room, NULL, NULL);
+}
+
+static void vbblk_vq_big_done(struct virtqueue *_vq)
+{
+	struct vbblk *vblk = _vq->vdev->priv;
+	struct vbblk_vq *vq = &vblk->vqs[_vq->index - vbblk_io_vqs(vblk)];
 	struct vbblk_iohdr *done;
 	bool room;
 
@@ -403,7 +401,7 @@ int vbblk_init_vqs(struct vbblk *vblk, unsigned int want, unsigned int npoll,
 		bi = vbblk_vq_big_index(i, io, npoll);
 		snprintf(vq->big_name, sizeof(vq->big_name), "%sbig.%s",
 			 i < io ? "req" : "poll", strchr(vq->name, '.') + 1);
-		callbacks[bi] = callbacks[di];
+		callbacks[bi] = i < io ? vbblk_vq_big_done : callbacks[di];
 		names[bi] = vq->big_name;
 	}
 
