@@ -504,6 +504,7 @@ enum vbblk_stage {
 struct vbblk_bio_cmd {
 	struct vbblk_iohdr hdr;
 	struct vbblk_vq *vq;
+	struct vbblk_bio_vq *bvq;	/* vq's; where the command is freed */
 	struct bio *bio, *tail;		/* the bios, chained by bi_next */
 	unsigned int nr_bios;
 	unsigned int nr_segs;		/* data scatterlist entries */
@@ -551,14 +552,11 @@ static inline struct vbblk_bio_cmd *vbblk_bio_cmd_get(struct vbblk_bio_vq *bvq)
 		return NULL;
 	atomic_inc(&bvq->nr_cmds);
 
-	/* Every field a command reads before writing it; no memset. */
+	/*
+	 * Every field a command reads before writing it, but for those
+	 * vbblk_bio_cmd_first() sets, as every getter does next; no memset.
+	 */
 	cmd = llist_entry(node, struct vbblk_bio_cmd, free_node);
-	cmd->bio = NULL;
-	cmd->tail = NULL;
-	cmd->nr_bios = 0;
-	cmd->nr_segs = 0;
-	cmd->bytes = 0;
-	cmd->end = 0;
 	cmd->accounted = false;
 	cmd->stage = 0;
 	cmd->postflush = false;
@@ -570,7 +568,7 @@ static inline struct vbblk_bio_cmd *vbblk_bio_cmd_get(struct vbblk_bio_vq *bvq)
 
 static inline void vbblk_bio_cmd_free(struct vbblk_bio_cmd *cmd)
 {
-	struct vbblk_bio_vq *bvq = vbblk_bvq(cmd->vq);
+	struct vbblk_bio_vq *bvq = cmd->bvq;
 
 	llist_add(&cmd->free_node, &bvq->free_cmds);
 	atomic_dec(&bvq->nr_cmds);
@@ -593,15 +591,25 @@ static inline void vbblk_bio_cmd_end_acct(struct vbblk_bio_cmd *cmd)
 
 struct vbblk_bio_cmd *vbblk_bio_cmd_wait(struct vbblk_bio_vq *bvq);
 
+/* A command just got: @bio, @segs data segments, is its first and only. */
+static inline void vbblk_bio_cmd_first(struct vbblk_bio_cmd *cmd,
+				       struct bio *bio, unsigned int segs)
+{
+	bio->bi_next = NULL;
+	cmd->bio = bio;
+	cmd->tail = bio;
+	cmd->nr_bios = 1;
+	cmd->nr_segs = segs;
+	cmd->bytes = bio->bi_iter.bi_size;
+	cmd->end = bio_end_sector(bio);
+}
+
 /* Append @bio, @segs data segments, to the command's chain. */
 static inline void vbblk_bio_cmd_add_bio(struct vbblk_bio_cmd *cmd,
 					 struct bio *bio, unsigned int segs)
 {
 	bio->bi_next = NULL;
-	if (cmd->tail)
-		cmd->tail->bi_next = bio;
-	else
-		cmd->bio = bio;
+	cmd->tail->bi_next = bio;
 	cmd->tail = bio;
 	cmd->nr_bios++;
 	cmd->nr_segs += segs;

@@ -306,8 +306,8 @@ static noinline void vbblk_bio_submit_flush(struct vbblk *vblk,
 	cmd = vbblk_bio_cmd_alloc(vblk, vbblk_batch_this(vblk)->vq, bio);
 	if (!cmd)
 		return;
-	vbblk_bio_cmd_add_bio(cmd, bio, bio->bi_iter.bi_size ?
-				   vbblk_bio_segs(vblk, bio) : 0);
+	vbblk_bio_cmd_first(cmd, bio, bio->bi_iter.bi_size ?
+				 vbblk_bio_segs(vblk, bio) : 0);
 	cmd->postflush = write && (bio->bi_opf & REQ_FUA) && cmd->bytes &&
 			 !vbblk_skip_fua_flush();
 
@@ -346,7 +346,7 @@ static noinline void vbblk_bio_submit_polled(struct vbblk *vblk,
 		vbblk_vq_poll(vq);
 		cond_resched();
 	}
-	vbblk_bio_cmd_add_bio(cmd, bio, vbblk_bio_segs(vblk, bio));
+	vbblk_bio_cmd_first(cmd, bio, vbblk_bio_segs(vblk, bio));
 	vbblk_iohdr_init(vblk, &cmd->hdr, vbblk_rw_type(bio),
 			 bio->bi_iter.bi_sector);
 	WRITE_ONCE(bio->bi_cookie, vq->index);
@@ -398,7 +398,7 @@ static __always_inline void vbblk_bio_submit_rw(struct vbblk *vblk,
 	cmd = vbblk_bio_cmd_alloc(vblk, b->vq, bio);
 	if (!cmd)
 		return;
-	vbblk_bio_cmd_add_bio(cmd, bio, segs);
+	vbblk_bio_cmd_first(cmd, bio, segs);
 	vbblk_iohdr_init(vblk, &cmd->hdr, vbblk_rw_type(bio),
 			 bio->bi_iter.bi_sector);
 	vbblk_batch_add(vblk, b, cmd, batch, stream);
@@ -434,7 +434,7 @@ static noinline void vbblk_bio_submit_range(struct vbblk *vblk,
 	if (!cmd)
 		return;
 	/* No data segments: the range is the payload. */
-	vbblk_bio_cmd_add_bio(cmd, bio, 0);
+	vbblk_bio_cmd_first(cmd, bio, 0);
 	cmd->bytes = 0;
 	vbblk_range_set(&cmd->range, bio->bi_iter.bi_sector, bio_sectors(bio),
 			vbblk_range_flags(vblk, bio->bi_opf));

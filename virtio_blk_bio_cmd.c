@@ -251,7 +251,7 @@ void vbblk_bio_cmd_dispatch(struct vbblk_bio_cmd *cmd, bool plugged)
 	spin_lock_irqsave(&vq->lock, flags);
 	/* Under the lock: vbblk_vqs_abort() calls back what it finds parked. */
 	ok = !READ_ONCE(vblk->broken) && vbblk_bio_queue_locked(vq, cmd);
-	stuck = !list_empty(&vbblk_bvq(vq)->parked) && !vq->inflight;
+	stuck = !list_empty(&cmd->bvq->parked) && !vq->inflight;
 	if (plugged)
 		vbblk_stat_inc(vblk, VBBLK_STAT_PLUG_DEFERRED);
 	else
@@ -261,7 +261,7 @@ void vbblk_bio_cmd_dispatch(struct vbblk_bio_cmd *cmd, bool plugged)
 	if (notify)
 		vbblk_vq_notify(vq, notify);
 	if (unlikely(stuck))
-		vbblk_bio_park_retry(vbblk_bvq(vq));
+		vbblk_bio_park_retry(cmd->bvq);
 	if (unlikely(!ok))
 		vbblk_bio_cmd_fail(cmd);
 }
@@ -339,6 +339,7 @@ int vbblk_bio_cmds_init(struct vbblk *vblk, void (*end)(struct vbblk_iohdr *))
 			vbblk_iohdr_setup(&cmd->hdr, end);
 			sg_init_table(&cmd->sg1, 1);
 			cmd->vq = bvq->vq;
+			cmd->bvq = bvq;
 			bvq->cmds[j] = cmd;
 			llist_add(&cmd->free_node, &bvq->free_cmds);
 		}
