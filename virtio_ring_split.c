@@ -255,6 +255,16 @@ static __always_inline int vbblk_vq_end_chain(struct vbblk_vq *vq,
 	return n;
 }
 
+/* An interrupt on one of @vq's rings: reap both, end what came back. */
+static __always_inline void vbblk_vq_irq(struct vbblk_vq *vq)
+{
+	struct vbblk_iohdr *done;
+	bool room;
+
+	done = vbblk_vq_reap(vq, false, &room);
+	vbblk_vq_end_chain(vq, done, room, NULL, NULL);
+}
+
 /*
  * The interrupt-driven rings' callbacks. Their rings come first, vq K's
  * direct ring at index K and, paired, its indirect ring at K plus their
@@ -263,23 +273,15 @@ static __always_inline int vbblk_vq_end_chain(struct vbblk_vq *vq,
 static void vbblk_vq_done(struct virtqueue *_vq)
 {
 	struct vbblk *vblk = _vq->vdev->priv;
-	struct vbblk_vq *vq = &vblk->vqs[_vq->index];
-	struct vbblk_iohdr *done;
-	bool room;
 
-	done = vbblk_vq_reap(vq, false, &room);
-	vbblk_vq_end_chain(vq, done, room, NULL, NULL);
+	vbblk_vq_irq(&vblk->vqs[_vq->index]);
 }
 
 static void vbblk_vq_big_done(struct virtqueue *_vq)
 {
 	struct vbblk *vblk = _vq->vdev->priv;
-	struct vbblk_vq *vq = &vblk->vqs[_vq->index - vbblk_io_vqs(vblk)];
-	struct vbblk_iohdr *done;
-	bool room;
 
-	done = vbblk_vq_reap(vq, false, &room);
-	vbblk_vq_end_chain(vq, done, room, NULL, NULL);
+	vbblk_vq_irq(&vblk->vqs[_vq->index - vbblk_io_vqs(vblk)]);
 }
 
 /*
