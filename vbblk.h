@@ -604,7 +604,10 @@ static inline void vbblk_bio_cmd_first(struct vbblk_bio_cmd *cmd,
 	cmd->end = bio_end_sector(bio);
 }
 
-/* Append @bio, @segs data segments, to the command's chain. */
+/*
+ * Append @bio, @segs data segments, to the chain vbblk_bio_cmd_first()
+ * began: a command has its first bio before any other.
+ */
 static inline void vbblk_bio_cmd_add_bio(struct vbblk_bio_cmd *cmd,
 					 struct bio *bio, unsigned int segs)
 {
