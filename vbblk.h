@@ -543,8 +543,6 @@ static inline struct vbblk_bio_cmd *vbblk_bio_cmd_get(struct vbblk_bio_vq *bvq)
 	struct llist_node *node;
 	unsigned long flags;
 
-	if (llist_empty(&bvq->free_cmds))
-		return NULL;
 	spin_lock_irqsave(&bvq->free_lock, flags);
 	node = llist_del_first(&bvq->free_cmds);
 	spin_unlock_irqrestore(&bvq->free_lock, flags);
