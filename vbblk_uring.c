@@ -110,6 +110,15 @@ struct vbblk_uring {
 	bool pool_ready;
 	unsigned int nr_vqs;
 	struct vbblk_uring_vq *uvqs;
+	/*
+	 * The disk's limits, final once it is added and never changed by a
+	 * virtio disk: every command checks against them, so they are read
+	 * here, not from the queue each time. (Its capacity may change.)
+	 */
+	u64 max_bytes;			/* max_hw_sectors, in bytes */
+	u32 lbs_mask;			/* logical block size - 1 */
+	u32 dma_mask;			/* the DMA alignment asked of a piece */
+	u32 max_pages;			/* one scatterlist entry each */
 };
 
 /* What io_uring keeps for us in the command: valid until it is done. */
@@ -396,14 +405,17 @@ static int vbblk_uring_check(struct file *file, const struct vbblk_uring_cmd *c)
 	return 0;
 }
 
-/* Sectors [sector, sector + n) on the disk and aligned to its blocks. */
-static int vbblk_uring_check_range(struct vbblk *vblk, u64 sector, u64 n)
+/*
+ * @bytes at @sector, both aligned to the disk's blocks (the shift keeps
+ * the bits that matter), and on the disk. Past the gate: reads the disk.
+ */
+static inline int vbblk_uring_check_range(struct vbblk_uring *ur, u64 sector,
+					  u64 bytes)
 {
-	unsigned int lbs_sectors = queue_logical_block_size(vblk->disk->queue) >>
-				   SECTOR_SHIFT;
-	u64 cap = get_capacity(vblk->disk);
+	u64 cap = get_capacity(ur->vblk->disk);
+	u64 n = bytes >> SECTOR_SHIFT;
 
-	if ((sector | n) & (lbs_sectors - 1))
+	if (((sector << SECTOR_SHIFT) | bytes) & ur->lbs_mask)
 		return -EINVAL;
 	if (sector > cap || n > cap - sector)
 		return -ERANGE;
@@ -411,18 +423,12 @@ static int vbblk_uring_check_range(struct vbblk *vblk, u64 sector, u64 n)
 }
 
 /* @bytes of data at @sector: a transfer the disk takes. */
-static inline int vbblk_uring_check_bytes(struct vbblk *vblk, u64 sector,
+static inline int vbblk_uring_check_bytes(struct vbblk_uring *ur, u64 sector,
 					  size_t bytes)
 {
-	struct request_queue *q = vblk->disk->queue;
-	int err;
-
-	if (!bytes || bytes > ((size_t)queue_max_hw_sectors(q) << SECTOR_SHIFT))
+	if (!bytes || bytes > ur->max_bytes)
 		return -EINVAL;
-	err = vbblk_uring_check_range(vblk, sector, bytes >> SECTOR_SHIFT);
-	if (!err && bytes & (queue_logical_block_size(q) - 1))
-		err = -EINVAL;
-	return err;
+	return vbblk_uring_check_range(ur, sector, bytes);
 }
 
 /* The data's iterator: user memory, an iovec array, or registered. */
@@ -455,12 +461,6 @@ static int vbblk_uring_import(struct io_uring_cmd *ioucmd,
 	return 0;
 }
 
-/* The most pages (one scatterlist entry each) a command may carry. */
-static unsigned int vbblk_ucmd_max_pages(struct vbblk *vblk)
-{
-	return min(vblk->sg_elems, queue_max_segments(vblk->disk->queue));
-}
-
 /*
  * Scatterlist entries for @uc's pages [@first, @first + @cnt): @bytes of
  * data, from @off into the first page. False if a piece breaks @align.
@@ -491,9 +491,8 @@ static inline bool vbblk_ucmd_set_sg(struct vbblk_ucmd *uc,
  */
 static int vbblk_ucmd_map(struct vbblk_ucmd *uc, struct iov_iter *iter)
 {
-	struct vbblk *vblk = uc->uvq->ur->vblk;
-	unsigned int max = vbblk_ucmd_max_pages(vblk);
-	unsigned int align = queue_dma_alignment(vblk->disk->queue);
+	struct vbblk_uring *ur = uc->uvq->ur;
+	unsigned int max = ur->max_pages, align = ur->dma_mask;
 	unsigned int want, n = 0;
 	int err = 0;
 
@@ -553,11 +552,10 @@ out:
 static int vbblk_ucmd_user_pages(struct vbblk_ucmd *uc, unsigned long addr,
 				 unsigned int len, unsigned int nr, bool out)
 {
-	struct vbblk *vblk = uc->uvq->ur->vblk;
+	struct vbblk_uring *ur = uc->uvq->ur;
 	int got;
 
-	if ((addr | len) & queue_dma_alignment(vblk->disk->queue) ||
-	    nr > vbblk_ucmd_max_pages(vblk))
+	if ((addr | len) & ur->dma_mask || nr > ur->max_pages)
 		return -EINVAL;
 	/* The device writes what a READ brings into these pages. */
 	got = vbblk_user_pages(addr & PAGE_MASK, nr, !out, uc->pages);
@@ -579,7 +577,6 @@ static noinline int vbblk_ucmd_import_map(struct vbblk_ucmd *uc,
 					  const struct vbblk_uring_cmd *c,
 					  int rw, unsigned int issue_flags)
 {
-	struct vbblk *vblk = uc->uvq->ur->vblk;
 	struct iovec fast[UIO_FASTIOV], *iov = fast;
 	struct iov_iter iter;
 	int err;
@@ -588,7 +585,7 @@ static noinline int vbblk_ucmd_import_map(struct vbblk_ucmd *uc,
 	if (err)
 		return err;
 	uc->bytes = iov_iter_count(&iter);
-	err = vbblk_uring_check_bytes(vblk, c->sector, uc->bytes);
+	err = vbblk_uring_check_bytes(uc->uvq->ur, c->sector, uc->bytes);
 	if (!err)
 		err = vbblk_ucmd_map(uc, &iter);
 	kfree(iov);
@@ -614,7 +611,7 @@ static int vbblk_ucmd_data(struct vbblk_ucmd *uc, struct io_uring_cmd *ioucmd,
 	if (!access_ok(u64_to_user_ptr(c->addr), c->len))
 		return -EFAULT;
 	uc->bytes = c->len;
-	err = vbblk_uring_check_bytes(uc->uvq->ur->vblk, c->sector, c->len);
+	err = vbblk_uring_check_bytes(uc->uvq->ur, c->sector, c->len);
 	if (err)
 		return err;
 	return vbblk_ucmd_user_pages(uc, addr, c->len, nr, out);
@@ -664,7 +661,8 @@ static int vbblk_ucmd_build(struct vbblk_ucmd *uc, struct io_uring_cmd *ioucmd,
 		}
 		if (c->nr_sectors > max)
 			return -EINVAL;
-		err = vbblk_uring_check_range(vblk, c->sector, c->nr_sectors);
+		err = vbblk_uring_check_range(uc->uvq->ur, c->sector,
+					      (u64)c->nr_sectors << SECTOR_SHIFT);
 		if (err)
 			return err;
 		vbblk_range_set(&uc->range, c->sector, c->nr_sectors,
@@ -1062,6 +1060,7 @@ static void vbblk_uring_release(struct device *dev)
 /* Probe: /dev/vbblk/<disk>, once the disk is added (its child). */
 int vbblk_uring_add(struct vbblk *vblk)
 {
+	struct request_queue *q;
 	struct vbblk_uring *ur;
 	unsigned int i;
 	int err;
@@ -1071,6 +1070,11 @@ int vbblk_uring_add(struct vbblk *vblk)
 		return -ENOMEM;
 	ur->vblk = vblk;
 	ur->depth = vblk->tag_set.queue_depth;
+	q = vblk->disk->queue;
+	ur->max_bytes = (u64)queue_max_hw_sectors(q) << SECTOR_SHIFT;
+	ur->lbs_mask = queue_logical_block_size(q) - 1;
+	ur->dma_mask = queue_dma_alignment(q);
+	ur->max_pages = min(vblk->sg_elems, queue_max_segments(q));
 	ur->nr_vqs = vblk->num_vqs;
 	ur->uvqs = kcalloc(ur->nr_vqs, sizeof(*ur->uvqs), GFP_KERNEL);
 	if (!ur->uvqs ||

@@ -48,7 +48,7 @@ def _uring(side='main'):
     """passthrough: GET_ID; data written through /dev/vbblk/<disk> read back through the
     block device and the other way round (plain, registered, vectored, polled; 1 and 2
     queues); polled commands raise no interrupt; FLUSH, DISCARD, WRITE ZEROES reach the
-    device, and each FLUSH follows the writes completed before it in the device's trace; a 16-entry ring under QD 128 beside block I/O waits, loses nothing; hostile commands get their errno; read-only
+    device, and each FLUSH follows the writes completed before it in the device's trace; a 16-entry ring under QD 128 beside block I/O waits, loses nothing; hostile commands get their errno (on a 4K-block disk too); read-only
     disk and descriptor; rmmod refused while open; unbind and device_del under load end
     every command; iothread and vhost-user (bio mode): data, polling, full ring, unbind"""
     if side != 'main':
@@ -60,7 +60,10 @@ def _uring(side='main'):
                  props={'num-queues': 2, 'discard': 'on', 'write-zeroes': 'on'}),
             Disk('uringro', '8M', serial='URING-RO', read_only=True, prefill=random_fill),
             Disk('uring3', '32M', serial='URING-3', props={'queue-size': 16}),
-            Disk('uring4', '32M', serial='URING-4')]
+            Disk('uring4', '32M', serial='URING-4'),
+            Disk('uring4k', '16M', serial='URING-4K',
+                 props={'logical_block_size': 4096, 'physical_block_size': 4096,
+                        'discard': 'on'})]
 
 
 # slub_debug: on a production kernel a corrupted allocation cache or a

@@ -10,7 +10,8 @@
 #    zeroes read back as zeroes; in the device's trace each FLUSH comes
 #    after the writes completed before it (the host checks, markers 1-3)
 #  - a 16-entry ring under QD 128 beside block I/O: commands wait, none fails
-#  - hostile commands end with the errno include/uapi/linux/vbblk.h gives
+#  - hostile commands end with the errno include/uapi/linux/vbblk.h gives,
+#    on a 512-byte and a 4K-block disk
 #  - a read-only disk and a read-only descriptor refuse writes; an
 #    unprivileged user opens the node only as its mode allows, reads
 #    through a read-only open, writes nothing, gets no real-time ioprio
@@ -25,12 +26,13 @@ drv_load poll_queues=1
 d1=$(disk_by_serial URING-1)
 d2=$(disk_by_serial URING-2)
 d3=$(disk_by_serial URING-3)
-dro= d4=
+dro= d4= d4k=
 if [ "$VBSIDE" = main ]; then
 	dro=$(disk_by_serial URING-RO)
 	d4=$(disk_by_serial URING-4)
+	d4k=$(disk_by_serial URING-4K)
 fi
-for d in $d1 $d2 $dro $d3 $d4; do
+for d in $d1 $d2 $dro $d3 $d4 $d4k; do
 	[ -c /dev/vbblk/$d ] || fail "no character device /dev/vbblk/$d"
 done
 log "nodes: $(ls /dev/vbblk | tr '\n' ' ')"
@@ -169,6 +171,22 @@ if [ "$VBSIDE" = main ]; then
 	cmd_res -34 $p op=read len=4096 sector=$cap
 	cmd_res -34 $p op=read len=8192 sector=$((cap - 8))
 	cmd_res -34 /dev/vbblk/$d2 op=discard sector=$cap nr=8
+	# a 4K-block disk: sectors and lengths in whole blocks, or EINVAL
+	p4k=/dev/vbblk/$d4k
+	expect_eq "$d4k logical block" "$(cat /sys/block/$d4k/queue/logical_block_size)" 4096
+	cap4k=$(cat /sys/block/$d4k/size)
+	cmd_res -22 $p4k op=read len=512
+	cmd_res -22 $p4k op=read len=6144
+	cmd_res -22 $p4k op=read len=4096 sector=1
+	cmd_res -22 $p4k op=write len=4096 sector=4
+	cmd_res -22 $p4k op=discard sector=4 nr=8
+	cmd_res -22 $p4k op=discard sector=8 nr=4
+	cmd_res -34 $p4k op=read len=4096 sector=$cap4k
+	cmd_res -34 $p4k op=read len=8192 sector=$((cap4k - 8))
+	cmd_res 4096 $p4k op=read len=4096 sector=8
+	cmd_res 8192 $p4k op=read len=8192 sector=$((cap4k - 16))
+	cmd_res 4096 $p4k op=write len=4096 sector=16
+	cmd_res 0 $p4k op=discard sector=8 nr=8
 	cmd_res -14 $p op=read len=4096 addr=null
 	cmd_res -14 $p op=read len=4096 addr=bad
 	cmd_res -14 $p op=write len=4096 addr=kernel
