@@ -355,43 +355,72 @@ static bool vbblk_op_writes(u8 op)
 	       op == VBBLK_OP_WRITE_ZEROES;
 }
 
+/*
+ * What a command asks, read once from its SQE, which user space shares.
+ * Passed by value, never by address, and with no array: a copy of the
+ * uapi struct on the submitter's stack would cost every command a stack
+ * canary and, where the kernel zeroes locals, a zeroing.
+ */
+struct vbblk_ucmd_args {
+	u64 sector;
+	u64 addr;
+	u32 flags;
+	u32 len;
+	u32 nr_sectors;
+	u16 ioprio;
+	u8 opcode;
+};
+
+static __always_inline struct vbblk_ucmd_args
+vbblk_uring_args(const struct vbblk_uring_cmd *sqe)
+{
+	return (struct vbblk_ucmd_args){
+		.opcode		= READ_ONCE(sqe->opcode),
+		.ioprio		= READ_ONCE(sqe->ioprio),
+		.flags		= READ_ONCE(sqe->flags),
+		.sector		= READ_ONCE(sqe->sector),
+		.addr		= READ_ONCE(sqe->addr),
+		.len		= READ_ONCE(sqe->len),
+		.nr_sectors	= READ_ONCE(sqe->nr_sectors),
+	};
+}
+
 /* Everything about a command that does not need the device. */
-static int vbblk_uring_check(struct file *file, const struct vbblk_uring_cmd *c)
+static __always_inline int vbblk_uring_check(struct file *file,
+					     const struct vbblk_ucmd_args c)
 {
 	u32 flags_ok = 0;
 
-	if (c->rsvd0 || c->rsvd[0] || c->rsvd[1])
-		return -EINVAL;
-	switch (c->opcode) {
+	switch (c.opcode) {
 	case VBBLK_OP_READ:
 	case VBBLK_OP_WRITE:
 		flags_ok = VBBLK_F_VEC;
-		if (c->nr_sectors)
+		if (c.nr_sectors)
 			return -EINVAL;
 		break;
 	case VBBLK_OP_FLUSH:
-		if (c->addr || c->len || c->nr_sectors || c->sector)
+		if (c.addr || c.len || c.nr_sectors || c.sector)
 			return -EINVAL;
 		break;
 	case VBBLK_OP_WRITE_ZEROES:
 		flags_ok = VBBLK_F_UNMAP;
 		fallthrough;
 	case VBBLK_OP_DISCARD:
-		if (c->addr || c->len || !c->nr_sectors)
+		if (c.addr || c.len || !c.nr_sectors)
 			return -EINVAL;
 		break;
 	case VBBLK_OP_GET_ID:
-		if (c->len != VBBLK_ID_BYTES || c->sector || c->nr_sectors)
+		if (c.len != VBBLK_ID_BYTES || c.sector || c.nr_sectors)
 			return -EINVAL;
 		break;
 	default:
 		return -EINVAL;
 	}
-	if (c->flags & ~flags_ok)
+	if (c.flags & ~flags_ok)
 		return -EINVAL;
 
-	if (c->ioprio) {
-		int class = IOPRIO_PRIO_CLASS(c->ioprio);
+	if (c.ioprio) {
+		int class = IOPRIO_PRIO_CLASS(c.ioprio);
 
 		if (class > IOPRIO_CLASS_IDLE || class == IOPRIO_CLASS_NONE)
 			return -EINVAL;
@@ -400,7 +429,7 @@ static int vbblk_uring_check(struct file *file, const struct vbblk_uring_cmd *c)
 			return -EPERM;
 	}
 
-	if (vbblk_op_writes(c->opcode) && !(file->f_mode & FMODE_WRITE))
+	if (vbblk_op_writes(c.opcode) && !(file->f_mode & FMODE_WRITE))
 		return -EBADF;
 	return 0;
 }
@@ -433,7 +462,7 @@ static inline int vbblk_uring_check_bytes(struct vbblk_uring *ur, u64 sector,
 
 /* The data's iterator: user memory, an iovec array, or registered. */
 static int vbblk_uring_import(struct io_uring_cmd *ioucmd,
-			      const struct vbblk_uring_cmd *c, int rw,
+			      const struct vbblk_ucmd_args *c, int rw,
 			      struct iov_iter *iter, struct iovec **iov,
 			      unsigned int issue_flags)
 {
@@ -549,8 +578,10 @@ out:
  * the disk asks exactly when the buffer's start and length are (the
  * alignment divides a page).
  */
-static int vbblk_ucmd_user_pages(struct vbblk_ucmd *uc, unsigned long addr,
-				 unsigned int len, unsigned int nr, bool out)
+static __always_inline int vbblk_ucmd_user_pages(struct vbblk_ucmd *uc,
+						 unsigned long addr,
+						 unsigned int len,
+						 unsigned int nr, bool out)
 {
 	struct vbblk_uring *ur = uc->uvq->ur;
 	int got;
@@ -571,21 +602,30 @@ static int vbblk_ucmd_user_pages(struct vbblk_ucmd *uc, unsigned long addr,
 	return 0;
 }
 
-/* Anything else: an iovec array, registered buffers, or many pages. */
+/*
+ * Anything else: an iovec array, registered buffers, or many pages. The
+ * command's fields come as values: the submitter's copy then stays in
+ * registers, with no address taken, so its stack needs no canary (nor,
+ * where the kernel zeroes locals, a zeroing) on every command.
+ */
 static noinline int vbblk_ucmd_import_map(struct vbblk_ucmd *uc,
 					  struct io_uring_cmd *ioucmd,
-					  const struct vbblk_uring_cmd *c,
-					  int rw, unsigned int issue_flags)
+					  u64 addr, u32 len, u32 flags,
+					  u64 sector, int rw,
+					  unsigned int issue_flags)
 {
+	const struct vbblk_ucmd_args c = {
+		.addr = addr, .len = len, .flags = flags, .sector = sector,
+	};
 	struct iovec fast[UIO_FASTIOV], *iov = fast;
 	struct iov_iter iter;
 	int err;
 
-	err = vbblk_uring_import(ioucmd, c, rw, &iter, &iov, issue_flags);
+	err = vbblk_uring_import(ioucmd, &c, rw, &iter, &iov, issue_flags);
 	if (err)
 		return err;
 	uc->bytes = iov_iter_count(&iter);
-	err = vbblk_uring_check_bytes(uc->uvq->ur, c->sector, uc->bytes);
+	err = vbblk_uring_check_bytes(uc->uvq->ur, sector, uc->bytes);
 	if (!err)
 		err = vbblk_ucmd_map(uc, &iter);
 	kfree(iov);
@@ -593,62 +633,66 @@ static noinline int vbblk_ucmd_import_map(struct vbblk_ucmd *uc,
 }
 
 /* READ or WRITE: the data's pages in @uc's scatterlist. */
-static int vbblk_ucmd_data(struct vbblk_ucmd *uc, struct io_uring_cmd *ioucmd,
-			   const struct vbblk_uring_cmd *c,
-			   unsigned int issue_flags, bool out)
+static __always_inline int vbblk_ucmd_data(struct vbblk_ucmd *uc,
+					   struct io_uring_cmd *ioucmd,
+					   const struct vbblk_ucmd_args c,
+					   unsigned int issue_flags, bool out)
 {
-	unsigned long addr = c->addr;
+	unsigned long addr = c.addr;
 	unsigned int nr;
 	int err;
 
-	nr = DIV_ROUND_UP(offset_in_page(addr) + (u64)c->len, PAGE_SIZE);
-	if ((c->flags & VBBLK_F_VEC) ||
+	nr = DIV_ROUND_UP(offset_in_page(addr) + (u64)c.len, PAGE_SIZE);
+	if ((c.flags & VBBLK_F_VEC) ||
 	    (ioucmd->flags & IORING_URING_CMD_FIXED) ||
 	    nr > VBBLK_UCMD_INLINE)
-		return vbblk_ucmd_import_map(uc, ioucmd, c, out ? WRITE : READ,
-					     issue_flags);
+		return vbblk_ucmd_import_map(uc, ioucmd, c.addr, c.len,
+					     c.flags, c.sector,
+					     out ? WRITE : READ, issue_flags);
 	/* Checked in the order vbblk_ucmd_import_map() checks. */
-	if (!access_ok(u64_to_user_ptr(c->addr), c->len))
+	if (!access_ok(u64_to_user_ptr(c.addr), c.len))
 		return -EFAULT;
-	uc->bytes = c->len;
-	err = vbblk_uring_check_bytes(uc->uvq->ur, c->sector, c->len);
+	uc->bytes = c.len;
+	err = vbblk_uring_check_bytes(uc->uvq->ur, c.sector, c.len);
 	if (err)
 		return err;
-	return vbblk_ucmd_user_pages(uc, addr, c->len, nr, out);
+	return vbblk_ucmd_user_pages(uc, addr, c.len, nr, out);
 }
 
 /* Fill in @uc for command @c: header, data or range. */
-static int vbblk_ucmd_build(struct vbblk_ucmd *uc, struct io_uring_cmd *ioucmd,
-			    const struct vbblk_uring_cmd *c,
-			    unsigned int issue_flags, struct scatterlist **data,
-			    bool *out)
+static __always_inline int vbblk_ucmd_build(struct vbblk_ucmd *uc,
+					    struct io_uring_cmd *ioucmd,
+					    const struct vbblk_ucmd_args c,
+					    unsigned int issue_flags,
+					    struct scatterlist **data,
+					    bool *out)
 {
 	struct vbblk *vblk = uc->uvq->ur->vblk;
 	struct request_queue *q = vblk->disk->queue;
 	u32 type, max;
 	int err;
 
-	uc->op = c->opcode;
+	uc->op = c.opcode;
 	uc->bytes = 0;
 	*data = NULL;
 	*out = false;
-	switch (c->opcode) {
+	switch (c.opcode) {
 	case VBBLK_OP_READ:
 	case VBBLK_OP_WRITE:
-		*out = c->opcode == VBBLK_OP_WRITE;
+		*out = c.opcode == VBBLK_OP_WRITE;
 		type = *out ? VIRTIO_BLK_T_OUT : VIRTIO_BLK_T_IN;
 		err = vbblk_ucmd_data(uc, ioucmd, c, issue_flags, *out);
 		if (err)
 			return err;
 		*data = uc->sg;
-		vbblk_iohdr_init(vblk, &uc->hdr, type, c->sector);
+		vbblk_iohdr_init(vblk, &uc->hdr, type, c.sector);
 		break;
 	case VBBLK_OP_FLUSH:
 		vbblk_iohdr_init(vblk, &uc->hdr, VIRTIO_BLK_T_FLUSH, 0);
 		break;
 	case VBBLK_OP_DISCARD:
 	case VBBLK_OP_WRITE_ZEROES:
-		if (c->opcode == VBBLK_OP_DISCARD) {
+		if (c.opcode == VBBLK_OP_DISCARD) {
 			if (!vblk->has_discard)
 				return -EOPNOTSUPP;
 			type = VIRTIO_BLK_T_DISCARD;
@@ -659,14 +703,14 @@ static int vbblk_ucmd_build(struct vbblk_ucmd *uc, struct io_uring_cmd *ioucmd,
 			type = VIRTIO_BLK_T_WRITE_ZEROES;
 			max = q->limits.max_write_zeroes_sectors;
 		}
-		if (c->nr_sectors > max)
+		if (c.nr_sectors > max)
 			return -EINVAL;
-		err = vbblk_uring_check_range(uc->uvq->ur, c->sector,
-					      (u64)c->nr_sectors << SECTOR_SHIFT);
+		err = vbblk_uring_check_range(uc->uvq->ur, c.sector,
+					      (u64)c.nr_sectors << SECTOR_SHIFT);
 		if (err)
 			return err;
-		vbblk_range_set(&uc->range, c->sector, c->nr_sectors,
-				(c->flags & VBBLK_F_UNMAP) && vblk->wz_may_unmap ?
+		vbblk_range_set(&uc->range, c.sector, c.nr_sectors,
+				(c.flags & VBBLK_F_UNMAP) && vblk->wz_may_unmap ?
 				VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP : 0);
 		vbblk_sg_one(uc->inline_sg, &uc->range, sizeof(uc->range));
 		*data = uc->inline_sg;
@@ -674,7 +718,7 @@ static int vbblk_ucmd_build(struct vbblk_ucmd *uc, struct io_uring_cmd *ioucmd,
 		vbblk_iohdr_init(vblk, &uc->hdr, type, 0);
 		break;
 	case VBBLK_OP_GET_ID:
-		uc->id_buf = u64_to_user_ptr(c->addr);
+		uc->id_buf = u64_to_user_ptr(c.addr);
 		if (!access_ok(uc->id_buf, VBBLK_ID_BYTES))
 			return -EFAULT;
 		uc->bytes = VBBLK_ID_BYTES;
@@ -685,7 +729,7 @@ static int vbblk_ucmd_build(struct vbblk_ucmd *uc, struct io_uring_cmd *ioucmd,
 		vbblk_iohdr_init(vblk, &uc->hdr, VIRTIO_BLK_T_GET_ID, 0);
 		break;
 	}
-	uc->hdr.out.ioprio = cpu_to_virtio32(vblk->vdev, c->ioprio);
+	uc->hdr.out.ioprio = cpu_to_virtio32(vblk->vdev, c.ioprio);
 	return 0;
 }
 
@@ -714,6 +758,20 @@ static void vbblk_uring_room(struct vbblk_vq *vq)
 		wake_up(&ur->uvqs[vq->index].wait);
 	}
 	rcu_read_unlock();
+}
+
+/*
+ * Waits are out of line: a wait entry on the submitter's stack would cost
+ * every command a stack canary.
+ */
+static noinline int vbblk_uring_wait_room(struct vbblk_uring_vq *uvq,
+					  int room)
+{
+	long left = wait_event_interruptible_timeout(uvq->wait,
+					atomic_read(&uvq->room) != room,
+					HZ / 10);
+
+	return left < 0 ? left : 0;
 }
 
 /*
@@ -761,9 +819,7 @@ static __always_inline int vbblk_ucmd_queue(struct vbblk_ucmd *uc,
 		vbblk_stat_inc(vq->vblk, VBBLK_STAT_RING_FULL_WAITS);
 		if (nowait)
 			return -EAGAIN;
-		if (wait_event_interruptible_timeout(uvq->wait,
-						     atomic_read(&uvq->room) != room,
-						     HZ / 10) < 0)
+		if (vbblk_uring_wait_room(uvq, room))
 			return -EINTR;
 	}
 }
@@ -801,8 +857,9 @@ static void vbblk_ucmd_later(struct work_struct *work)
 	put_device(&ur->dev);
 }
 
-static void vbblk_ucmd_defer(struct vbblk_ucmd *uc, struct scatterlist *data,
-			     bool out, bool gated)
+static noinline void vbblk_ucmd_defer(struct vbblk_ucmd *uc,
+				      struct scatterlist *data, bool out,
+				      bool gated)
 {
 	uc->data = data;
 	uc->out = out;
@@ -834,13 +891,38 @@ static struct vbblk_ucmd *vbblk_ucmd_spare(struct vbblk_uring_vq *uvq)
 	return uc;
 }
 
-static int vbblk_uring_cmd(struct io_uring_cmd *ioucmd,
-			   unsigned int issue_flags)
+/*
+ * A free command of @uvq's pool, once the ring's completions give one back,
+ * or a spare one when we may not wait (@nowait). Out of line, as above.
+ */
+static noinline struct vbblk_ucmd *vbblk_ucmd_wait(struct vbblk_uring_vq *uvq,
+						   bool nowait)
+{
+	struct vbblk *vblk = uvq->ur->vblk;
+	struct vbblk_ucmd *uc;
+
+	if (nowait)
+		return vbblk_ucmd_spare(uvq) ?: ERR_PTR(-ENOMEM);
+	while (!(uc = vbblk_ucmd_get(uvq))) {
+		vbblk_stat_inc(vblk, VBBLK_STAT_RING_FULL_WAITS);
+		if (wait_event_interruptible(uvq->wait,
+					     !llist_empty(&uvq->free)))
+			return ERR_PTR(-EINTR);
+	}
+	return uc;
+}
+
+/*
+ * A command, once its SQE is read: @c is a parameter, not a local, as a
+ * local the kernel's zeroing of the stack would write it on every command.
+ */
+static __always_inline int vbblk_uring_submit(struct io_uring_cmd *ioucmd,
+					      unsigned int issue_flags,
+					      const struct vbblk_ucmd_args c)
 {
 	struct vbblk_uring *ur = ioucmd->file->private_data;
 	struct vbblk_uring_pdu *pdu = vbblk_pdu(ioucmd);
 	bool nowait = issue_flags & IO_URING_F_NONBLOCK;
-	struct vbblk_uring_cmd c;
 	struct vbblk_uring_vq *uvq;
 	struct scatterlist *data;
 	struct vbblk_ucmd *uc;
@@ -848,13 +930,7 @@ static int vbblk_uring_cmd(struct io_uring_cmd *ioucmd,
 	bool out, poll, gated;
 	int err;
 
-	if (ioucmd->cmd_op != VBBLK_URING_CMD_IO)
-		return -ENOTTY;
-	if (!(issue_flags & IO_URING_F_SQE128))
-		return -EINVAL;
-	/* The SQE is shared with user space: read it once. */
-	memcpy(&c, vbblk_uring_cmd_payload(ioucmd), sizeof(c));
-	err = vbblk_uring_check(ioucmd->file, &c);
+	err = vbblk_uring_check(ioucmd->file, c);
 	if (err)
 		return err;
 
@@ -880,23 +956,17 @@ static int vbblk_uring_cmd(struct io_uring_cmd *ioucmd,
 	       c.opcode != VBBLK_OP_GET_ID;
 	uvq = vbblk_uring_pick(ur, poll);
 	uc = vbblk_ucmd_get(uvq);
-	if (!uc && nowait) {
-		uc = vbblk_ucmd_spare(uvq);
-		err = -ENOMEM;
-		if (!uc)
+	if (unlikely(!uc)) {
+		uc = vbblk_ucmd_wait(uvq, nowait);
+		if (IS_ERR(uc)) {
+			err = PTR_ERR(uc);
 			goto out_put;
-	}
-	while (!uc && !(uc = vbblk_ucmd_get(uvq))) {
-		vbblk_stat_inc(vblk, VBBLK_STAT_RING_FULL_WAITS);
-		err = -EINTR;
-		if (wait_event_interruptible(uvq->wait,
-					     !llist_empty(&uvq->free)))
-			goto out_put;
+		}
 	}
 	uc->ioucmd = ioucmd;
 	uc->polled = poll;
 	uc->done = false;
-	err = vbblk_ucmd_build(uc, ioucmd, &c, issue_flags, &data, &out);
+	err = vbblk_ucmd_build(uc, ioucmd, c, issue_flags, &data, &out);
 	if (err)
 		goto out_cmd;
 
@@ -925,6 +995,49 @@ out_put:
 	if (gated)
 		percpu_ref_put(&ur->ref);
 	return err;
+}
+
+/*
+ * Anything but a plain READ or WRITE: all the checks and builds. It reads
+ * the SQE again, and uses only what it read and checked itself.
+ */
+static noinline int vbblk_uring_submit_any(struct io_uring_cmd *ioucmd,
+					   unsigned int issue_flags,
+					   const struct vbblk_uring_cmd *sqe)
+{
+	return vbblk_uring_submit(ioucmd, issue_flags, vbblk_uring_args(sqe));
+}
+
+/*
+ * The common command, a READ or WRITE of one buffer at the default
+ * priority, is decided here, once: in its copy of vbblk_uring_submit() the
+ * compiler folds every other opcode's checks and builds away.
+ */
+static __always_inline int vbblk_uring_route(struct io_uring_cmd *ioucmd,
+					     unsigned int issue_flags,
+					     const struct vbblk_uring_cmd *sqe,
+					     const struct vbblk_ucmd_args c)
+{
+	if (likely((c.opcode == VBBLK_OP_READ || c.opcode == VBBLK_OP_WRITE) &&
+		   !(c.flags | c.nr_sectors | c.ioprio)))
+		return vbblk_uring_submit(ioucmd, issue_flags, c);
+	return vbblk_uring_submit_any(ioucmd, issue_flags, sqe);
+}
+
+static int vbblk_uring_cmd(struct io_uring_cmd *ioucmd,
+			   unsigned int issue_flags)
+{
+	const struct vbblk_uring_cmd *sqe;
+
+	if (ioucmd->cmd_op != VBBLK_URING_CMD_IO)
+		return -ENOTTY;
+	if (!(issue_flags & IO_URING_F_SQE128))
+		return -EINVAL;
+	sqe = vbblk_uring_cmd_payload(ioucmd);
+	if (READ_ONCE(sqe->rsvd0) || READ_ONCE(sqe->rsvd[0]) ||
+	    READ_ONCE(sqe->rsvd[1]))
+		return -EINVAL;
+	return vbblk_uring_route(ioucmd, issue_flags, sqe, vbblk_uring_args(sqe));
 }
 
 /*
