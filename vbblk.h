@@ -322,6 +322,29 @@ static inline void vbblk_sg_init(struct scatterlist *sg, unsigned int n)
 	}
 }
 
+/*
+ * @sg as sg_init_table(), sg_set_page() and, for the @last, sg_mark_end()
+ * leave it, in one write: a command's pieces are set on every I/O. With
+ * CONFIG_DEBUG_SG, the kernel's own steps, which keep whatever markers
+ * its checks want (some kernels have none).
+ */
+static inline void vbblk_sg_set(struct scatterlist *sg, struct page *page,
+				unsigned int len, unsigned int off, bool last)
+{
+#ifdef CONFIG_DEBUG_SG
+	sg_init_table(sg, 1);
+	if (!last)
+		sg_unmark_end(sg);
+	sg_set_page(sg, page, len, off);
+#else
+	*sg = (struct scatterlist){
+		.page_link	= (unsigned long)page | (last ? SG_END : 0),
+		.offset		= off,
+		.length		= len,
+	};
+#endif
+}
+
 static inline void vbblk_sg_one(struct scatterlist *sg, void *buf,
 				unsigned int len)
 {

@@ -584,6 +584,7 @@ static __always_inline int vbblk_ucmd_user_pages(struct vbblk_ucmd *uc,
 						 unsigned int nr, bool out)
 {
 	struct vbblk_uring *ur = uc->uvq->ur;
+	unsigned int off = offset_in_page(addr), i;
 	int got;
 
 	if ((addr | len) & ur->dma_mask || nr > ur->max_pages)
@@ -596,9 +597,14 @@ static __always_inline int vbblk_ucmd_user_pages(struct vbblk_ucmd *uc,
 		return got < 0 ? got : -EFAULT;
 	}
 	uc->nr_pages = nr;
-	vbblk_sg_init(uc->sg, nr);
-	/* Alignment checked above, before taking the pages: 0 here. */
-	vbblk_ucmd_set_sg(uc, 0, nr, offset_in_page(addr), len, 0);
+	for (i = 0; i < nr; i++) {
+		unsigned int piece = min_t(unsigned int, len, PAGE_SIZE - off);
+
+		vbblk_sg_set(&uc->sg[i], uc->pages[i], piece, off,
+			     i == nr - 1);
+		len -= piece;
+		off = 0;
+	}
 	return 0;
 }
 
