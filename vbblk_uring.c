@@ -82,6 +82,7 @@ struct vbblk_ucmd {
 struct vbblk_uring_vq {
 	struct vbblk_uring *ur;
 	unsigned int index;		/* vblk->vqs[index] */
+	struct vbblk_vq *vq;		/* that, read only past the gate */
 	/*
 	 * Free commands: anyone gives back (lock-free, from any context);
 	 * takers hold the lock, so that each entry is taken once.
@@ -792,7 +793,7 @@ static __always_inline int vbblk_ucmd_queue(struct vbblk_ucmd *uc,
 					    bool out, bool nowait)
 {
 	struct vbblk_uring_vq *uvq = uc->uvq;
-	struct vbblk_vq *vq = &uvq->ur->vblk->vqs[uvq->index];
+	struct vbblk_vq *vq = uvq->vq;
 	unsigned long flags;
 	unsigned int notify = 0;
 	bool plugged;
@@ -1213,6 +1214,8 @@ int vbblk_uring_add(struct vbblk *vblk)
 
 		uvq->ur = ur;
 		uvq->index = i;
+		/* Kept from probe to remove: restore remakes only the rings. */
+		uvq->vq = &vblk->vqs[i];
 		spin_lock_init(&uvq->lock);
 		init_llist_head(&uvq->free);
 		init_waitqueue_head(&uvq->wait);
