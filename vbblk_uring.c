@@ -311,6 +311,7 @@ static void vbblk_uring_drain(struct vbblk_uring *ur)
 
 struct vbblk_uring_plug {
 	struct blk_plug_cb cb;
+	bool held;			/* holds ur->ref until it runs */
 	DECLARE_BITMAP(kick, VBBLK_MAX_QUEUES);
 };
 
@@ -342,8 +343,10 @@ static __always_inline bool vbblk_uring_plug_note(struct vbblk_uring *ur, unsign
 		return false;
 	p = container_of(cb, struct vbblk_uring_plug, cb);
 	/* A new callback is zeroed: it holds the virtqueues until it runs. */
-	if (bitmap_empty(p->kick, VBBLK_MAX_QUEUES))
+	if (!p->held) {
+		p->held = true;
 		percpu_ref_get(&ur->ref);
+	}
 	__set_bit(index, p->kick);
 	return true;
 }
