@@ -798,27 +798,38 @@ static __always_inline int vbblk_ucmd_queue(struct vbblk_ucmd *uc,
 	struct vbblk_uring_vq *uvq = uc->uvq;
 	struct vbblk_vq *vq = uvq->vq;
 	unsigned long flags;
-	unsigned int notify = 0;
+	unsigned int notify;
 	bool plugged;
-	int err, room;
+	int err, room = 0;
 
 	for (;;) {
 		/* After any sleep below: sleeping flushes the plug. */
 		plugged = vbblk_uring_plug_note(uvq->ur, uvq->index);
-		room = atomic_read(&uvq->room);
-		rcu_read_lock();
 		spin_lock_irqsave(&vq->lock, flags);
 		err = vbblk_vq_add(vq, &uc->hdr, data, out);
-		if (!err && plugged)
-			vbblk_stat_inc(vq->vblk, VBBLK_STAT_PLUG_DEFERRED);
-		else if (!err)
+		if (!err && !plugged) {
 			notify = vbblk_vq_kick_prepare(vq);
-		else if (err == -ENOSPC && !nowait)
+			/*
+			 * Nothing ends a command still on the ring, which our
+			 * lock holds: entered before it is released, RCU keeps
+			 * the rings for the notify even if it ends at once. A
+			 * plugged command leaves the notify to the unplug.
+			 */
+			rcu_read_lock();
+			spin_unlock_irqrestore(&vq->lock, flags);
+			if (notify)
+				vbblk_vq_notify(vq, notify);
+			rcu_read_unlock();
+			return 0;
+		}
+		if (!err) {
+			vbblk_stat_inc(vq->vblk, VBBLK_STAT_PLUG_DEFERRED);
+		} else if (err == -ENOSPC && !nowait) {
+			/* Reaps that free room run it once we unlock. */
+			room = atomic_read(&uvq->room);
 			vbblk_vq_want_room(vq, vbblk_uring_room);
+		}
 		spin_unlock_irqrestore(&vq->lock, flags);
-		if (notify)
-			vbblk_vq_notify(vq, notify);
-		rcu_read_unlock();
 		if (err != -ENOSPC)
 			return err;
 		/*
