@@ -156,7 +156,8 @@ static struct vbblk_ucmd *vbblk_ucmd_get(struct vbblk_uring_vq *uvq)
  * Give back the pages and tables a command holds, its pages marked dirty
  * if @dirty (the device wrote them). Only that may sleep.
  */
-static void vbblk_ucmd_unmap(struct vbblk_ucmd *uc, bool dirty)
+static __always_inline void vbblk_ucmd_unmap(struct vbblk_ucmd *uc,
+					     bool dirty)
 {
 	if (uc->nr_pages)
 		vbblk_iter_release_pages(uc->pages, uc->nr_pages, dirty);
@@ -169,7 +170,8 @@ static void vbblk_ucmd_unmap(struct vbblk_ucmd *uc, bool dirty)
 	}
 }
 
-static inline void vbblk_ucmd_put(struct vbblk_ucmd *uc, bool dirty)
+/* Inline in the completion, which has nothing else to do. */
+static __always_inline void vbblk_ucmd_put(struct vbblk_ucmd *uc, bool dirty)
 {
 	struct vbblk_uring_vq *uvq = uc->uvq;
 
@@ -179,8 +181,19 @@ static inline void vbblk_ucmd_put(struct vbblk_ucmd *uc, bool dirty)
 		return;
 	}
 	llist_add(&uc->free_node, &uvq->free);
-	if (wq_has_sleeper(&uvq->wait))
+	/*
+	 * llist_add()'s cmpxchg is a full barrier: it orders the free entry
+	 * before this test, as wq_has_sleeper()'s smp_mb() would; the waiter
+	 * is queued before it tests the list (wait_event()).
+	 */
+	if (waitqueue_active(&uvq->wait))
 		wake_up(&uvq->wait);
+}
+
+/* A command the device never saw, on an error path: out of line. */
+static noinline void vbblk_ucmd_drop(struct vbblk_ucmd *uc)
+{
+	vbblk_ucmd_put(uc, false);
 }
 
 /* In the submitter's task (or its poller): results to user space. */
@@ -1011,7 +1024,7 @@ static __always_inline int vbblk_uring_submit(struct io_uring_cmd *ioucmd,
 	return -EIOCBQUEUED;
 
 out_cmd:
-	vbblk_ucmd_put(uc, false);	/* the device moved nothing */
+	vbblk_ucmd_drop(uc);		/* the device moved nothing */
 out_put:
 	if (gated)
 		percpu_ref_put(&ur->ref);

@@ -556,9 +556,13 @@ static inline bool vbblk_iter_holds_pages(const struct iov_iter *i)
 #endif
 }
 
-/* May sleep (dirtying locks the page). */
-static inline void vbblk_iter_release_pages(struct page **pages,
-					    unsigned int n, bool dirty)
+/*
+ * May sleep (dirtying locks the page). Inline: each command's completion
+ * gives its pages back, and where this is a loop of ours it was a frame.
+ */
+static __always_inline void vbblk_iter_release_pages(struct page **pages,
+						     unsigned int n,
+						     bool dirty)
 {
 #ifdef HAVE_IOV_ITER_EXTRACT_PAGES
 	unpin_user_pages_dirty_lock(pages, n, dirty);
