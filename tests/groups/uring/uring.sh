@@ -83,11 +83,12 @@ i1=$(disk_irqs $d2)
 log "ok: 4000 polled commands, $((i1 - i0)) interrupts"
 # Polled reads into a buffer read into before: its pages are dirty already
 # and go back in the poller, with no workqueue hop (a context switch of
-# the load per read).
+# the load per read, 4000 here). The bound leaves room for a slow kernel:
+# on debug-7.2 runs of the same code gave 86 to 536.
 must vbuio -m randread -p -q 1 -n 4000 -J /tmp/poll.json /dev/vbblk/$d2
 ctx=$(sed -n 's/.*"ctx": \([0-9]*\),.*/\1/p' /tmp/poll.json)
 [ -n "$ctx" ] || fail "no ctx in vbuio's JSON: $(cat /tmp/poll.json)"
-[ "$ctx" -le 400 ] || fail "4000 polled reads: $ctx context switches of the load"
+[ "$ctx" -le 1000 ] || fail "4000 polled reads: $ctx context switches of the load"
 log "ok: 4000 polled reads, $ctx context switches of the load"
 
 # (main loop only: QMP counters and the backing file are the main loop's)
