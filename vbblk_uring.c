@@ -509,12 +509,14 @@ static int vbblk_uring_import(struct io_uring_cmd *ioucmd,
 
 /*
  * Scatterlist entries for @uc's pages [@first, @first + @cnt): @bytes of
- * data, from @off into the first page. False if a piece breaks @align.
+ * data, from @off into the first page, each entry written whole; the last
+ * of them ends the table if @end. False if a piece breaks @align.
  */
-static inline bool vbblk_ucmd_set_sg(struct vbblk_ucmd *uc,
-				     unsigned int first, unsigned int cnt,
-				     size_t off, size_t bytes,
-				     unsigned int align)
+static __always_inline bool vbblk_ucmd_set_sg(struct vbblk_ucmd *uc,
+					      unsigned int first,
+					      unsigned int cnt, size_t off,
+					      size_t bytes, unsigned int align,
+					      bool end)
 {
 	bool ok = true;
 	unsigned int i;
@@ -524,7 +526,8 @@ static inline bool vbblk_ucmd_set_sg(struct vbblk_ucmd *uc,
 
 		if ((off | len) & align)
 			ok = false;
-		sg_set_page(&uc->sg[i], uc->pages[i], len, off);
+		vbblk_sg_set(&uc->sg[i], uc->pages[i], len, off,
+			     end && i == first + cnt - 1);
 		bytes -= len;
 		off = 0;
 	}
@@ -554,7 +557,6 @@ static int vbblk_ucmd_map(struct vbblk_ucmd *uc, struct iov_iter *iter)
 			goto out;
 		}
 	}
-	vbblk_sg_init(uc->sg, want);
 	while (iov_iter_count(iter)) {
 		bool hold = vbblk_iter_holds_pages(iter);
 		size_t off;
@@ -572,7 +574,7 @@ static int vbblk_ucmd_map(struct vbblk_ucmd *uc, struct iov_iter *iter)
 			break;
 		}
 		cnt = DIV_ROUND_UP(off + got, PAGE_SIZE);
-		if (!vbblk_ucmd_set_sg(uc, n, cnt, off, got, align))
+		if (!vbblk_ucmd_set_sg(uc, n, cnt, off, got, align, false))
 			err = -EINVAL;
 		n += cnt;
 		/* Registered buffers are io_uring's: nothing to give back. */
@@ -581,7 +583,7 @@ static int vbblk_ucmd_map(struct vbblk_ucmd *uc, struct iov_iter *iter)
 		if (err)
 			break;
 	}
-	if (!err && n < want)
+	if (!err)
 		sg_mark_end(&uc->sg[n - 1]);
 out:
 	if (err)
@@ -601,7 +603,6 @@ static __always_inline int vbblk_ucmd_user_pages(struct vbblk_ucmd *uc,
 						 unsigned int nr, bool out)
 {
 	struct vbblk_uring *ur = uc->uvq->ur;
-	unsigned int off = offset_in_page(addr), i;
 	int got;
 
 	if ((addr | len) & ur->dma_mask || nr > ur->max_pages)
@@ -614,14 +615,8 @@ static __always_inline int vbblk_ucmd_user_pages(struct vbblk_ucmd *uc,
 		return got < 0 ? got : -EFAULT;
 	}
 	uc->nr_pages = nr;
-	for (i = 0; i < nr; i++) {
-		unsigned int piece = min_t(unsigned int, len, PAGE_SIZE - off);
-
-		vbblk_sg_set(&uc->sg[i], uc->pages[i], piece, off,
-			     i == nr - 1);
-		len -= piece;
-		off = 0;
-	}
+	/* Alignment checked above, before taking the pages: 0 here. */
+	vbblk_ucmd_set_sg(uc, 0, nr, offset_in_page(addr), len, 0, true);
 	return 0;
 }
 
