@@ -454,6 +454,13 @@ static inline void vbblk_iohdr_init(struct vbblk *vblk,
 	hdr->status = VIRTIO_BLK_S_IOERR;
 }
 
+/* The header's VIRTIO_BLK_T_*, for a caller that does not keep it. */
+static inline u32 vbblk_iohdr_type(struct vbblk *vblk,
+				   const struct vbblk_iohdr *hdr)
+{
+	return virtio32_to_cpu(vblk->vdev, hdr->out.type);
+}
+
 static inline blk_status_t vbblk_status(const struct vbblk_iohdr *hdr)
 {
 	switch (hdr->status) {

@@ -137,7 +137,8 @@ int vbblk_flush_sync(struct vbblk_vq *vq)
 	vbblk_iohdr_init(vq->vblk, &cmd->hdr, VIRTIO_BLK_T_FLUSH, 0);
 	for (;;) {
 		spin_lock_irqsave(&vq->lock, flags);
-		err = vbblk_vq_add(vq, &cmd->hdr, NULL, false);
+		err = vbblk_vq_add(vq, &cmd->hdr, VIRTIO_BLK_T_FLUSH, NULL,
+				   false);
 		notify = err ? 0 : vbblk_vq_kick_prepare(vq);
 		spin_unlock_irqrestore(&vq->lock, flags);
 		if (err != -ENOSPC)

@@ -677,17 +677,18 @@ static __always_inline int vbblk_ucmd_data(struct vbblk_ucmd *uc,
 	return vbblk_ucmd_user_pages(uc, addr, c.len, nr, out);
 }
 
-/* Fill in @uc for command @c: header, data or range. */
+/* Fill in @uc for command @c: header (its *@type), data or range. */
 static __always_inline int vbblk_ucmd_build(struct vbblk_ucmd *uc,
 					    struct io_uring_cmd *ioucmd,
 					    const struct vbblk_ucmd_args c,
 					    unsigned int issue_flags,
+					    u32 *type,
 					    struct scatterlist **data,
 					    bool *out)
 {
 	struct vbblk *vblk = uc->uvq->ur->vblk;
 	struct request_queue *q = vblk->disk->queue;
-	u32 type, max;
+	u32 max;
 	int err;
 
 	uc->op = c.opcode;
@@ -698,27 +699,28 @@ static __always_inline int vbblk_ucmd_build(struct vbblk_ucmd *uc,
 	case VBBLK_OP_READ:
 	case VBBLK_OP_WRITE:
 		*out = c.opcode == VBBLK_OP_WRITE;
-		type = *out ? VIRTIO_BLK_T_OUT : VIRTIO_BLK_T_IN;
+		*type = *out ? VIRTIO_BLK_T_OUT : VIRTIO_BLK_T_IN;
 		err = vbblk_ucmd_data(uc, ioucmd, c, issue_flags, *out);
 		if (err)
 			return err;
 		*data = uc->sg;
-		vbblk_iohdr_init(vblk, &uc->hdr, type, c.sector);
+		vbblk_iohdr_init(vblk, &uc->hdr, *type, c.sector);
 		break;
 	case VBBLK_OP_FLUSH:
-		vbblk_iohdr_init(vblk, &uc->hdr, VIRTIO_BLK_T_FLUSH, 0);
+		*type = VIRTIO_BLK_T_FLUSH;
+		vbblk_iohdr_init(vblk, &uc->hdr, *type, 0);
 		break;
 	case VBBLK_OP_DISCARD:
 	case VBBLK_OP_WRITE_ZEROES:
 		if (c.opcode == VBBLK_OP_DISCARD) {
 			if (!vblk->has_discard)
 				return -EOPNOTSUPP;
-			type = VIRTIO_BLK_T_DISCARD;
+			*type = VIRTIO_BLK_T_DISCARD;
 			max = q->limits.max_discard_sectors;
 		} else {
 			if (!vblk->has_write_zeroes)
 				return -EOPNOTSUPP;
-			type = VIRTIO_BLK_T_WRITE_ZEROES;
+			*type = VIRTIO_BLK_T_WRITE_ZEROES;
 			max = q->limits.max_write_zeroes_sectors;
 		}
 		if (c.nr_sectors > max)
@@ -733,7 +735,7 @@ static __always_inline int vbblk_ucmd_build(struct vbblk_ucmd *uc,
 		vbblk_sg_one(uc->inline_sg, &uc->range, sizeof(uc->range));
 		*data = uc->inline_sg;
 		*out = true;
-		vbblk_iohdr_init(vblk, &uc->hdr, type, 0);
+		vbblk_iohdr_init(vblk, &uc->hdr, *type, 0);
 		break;
 	case VBBLK_OP_GET_ID:
 		uc->id_buf = u64_to_user_ptr(c.addr);
@@ -744,7 +746,8 @@ static __always_inline int vbblk_ucmd_build(struct vbblk_ucmd *uc,
 		memset(uc->id, 0, sizeof(uc->id));
 		vbblk_sg_one(uc->inline_sg, uc->id, sizeof(uc->id));
 		*data = uc->inline_sg;
-		vbblk_iohdr_init(vblk, &uc->hdr, VIRTIO_BLK_T_GET_ID, 0);
+		*type = VIRTIO_BLK_T_GET_ID;
+		vbblk_iohdr_init(vblk, &uc->hdr, *type, 0);
 		break;
 	}
 	uc->hdr.out.ioprio = cpu_to_virtio32(vblk->vdev, c.ioprio);
@@ -799,7 +802,7 @@ static noinline int vbblk_uring_wait_room(struct vbblk_uring_vq *uvq,
  * ring: vbblk_ucmd_end() may drop it before our notify, which RCU covers
  * (vbblk_uring_drain()). One reference per command, not two.
  */
-static __always_inline int vbblk_ucmd_queue(struct vbblk_ucmd *uc,
+static __always_inline int vbblk_ucmd_queue(struct vbblk_ucmd *uc, u32 type,
 					    struct scatterlist *data,
 					    bool out, bool nowait)
 {
@@ -814,7 +817,7 @@ static __always_inline int vbblk_ucmd_queue(struct vbblk_ucmd *uc,
 		/* After any sleep below: sleeping flushes the plug. */
 		plugged = vbblk_uring_plug_note(uvq->ur, uvq->index);
 		spin_lock_irqsave(&vq->lock, flags);
-		err = vbblk_vq_add(vq, &uc->hdr, data, out);
+		err = vbblk_vq_add(vq, &uc->hdr, type, data, out);
 		if (!err && !plugged) {
 			notify = vbblk_vq_kick_prepare(vq);
 			/*
@@ -874,7 +877,8 @@ static void vbblk_ucmd_later(struct work_struct *work)
 	if (!uc->gated)
 		err = vbblk_uring_enter(ur, false);
 	if (!err) {
-		err = vbblk_ucmd_queue(uc, uc->data, uc->out, false);
+		err = vbblk_ucmd_queue(uc, vbblk_iohdr_type(ur->vblk, &uc->hdr),
+				       uc->data, uc->out, false);
 		if (err)
 			percpu_ref_put(&ur->ref);
 	}
@@ -957,6 +961,7 @@ static __always_inline int vbblk_uring_submit(struct io_uring_cmd *ioucmd,
 	struct vbblk_ucmd *uc;
 	struct vbblk *vblk;
 	bool out, poll, gated;
+	u32 type;
 	int err;
 
 	err = vbblk_uring_check(ioucmd->file, c);
@@ -995,7 +1000,7 @@ static __always_inline int vbblk_uring_submit(struct io_uring_cmd *ioucmd,
 	uc->ioucmd = ioucmd;
 	uc->polled = poll;
 	uc->done = false;
-	err = vbblk_ucmd_build(uc, ioucmd, c, issue_flags, &data, &out);
+	err = vbblk_ucmd_build(uc, ioucmd, c, issue_flags, &type, &data, &out);
 	if (err)
 		goto out_cmd;
 
@@ -1008,7 +1013,7 @@ static __always_inline int vbblk_uring_submit(struct io_uring_cmd *ioucmd,
 		return -EIOCBQUEUED;
 	}
 	/* On the ring, our reference is the command's, for vbblk_ucmd_end(). */
-	err = vbblk_ucmd_queue(uc, data, out, nowait);
+	err = vbblk_ucmd_queue(uc, type, data, out, nowait);
 	if (err == -EAGAIN) {
 		/* A full ring: the worker takes our reference with it. */
 		vbblk_ucmd_defer(uc, data, out, true);

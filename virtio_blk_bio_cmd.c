@@ -62,12 +62,13 @@ static noinline int vbblk_bio_add_sg(struct vbblk_vq *vq,
 	struct vbblk *vblk = vq->vblk;
 	struct request_queue *q = vblk->disk->queue;
 	struct scatterlist *data = NULL;
+	u32 type = vbblk_iohdr_type(vblk, &cmd->hdr);
 	bool out = true;
 	struct bio *bio;
 	unsigned int n = 0;
 
 	lockdep_assert_held(&vq->lock);
-	switch (virtio32_to_cpu(vblk->vdev, cmd->hdr.out.type)) {
+	switch (type) {
 	case VIRTIO_BLK_T_IN:
 		out = false;
 		fallthrough;
@@ -92,7 +93,7 @@ static noinline int vbblk_bio_add_sg(struct vbblk_vq *vq,
 		data = bvq->sg;
 		break;
 	}
-	return vbblk_vq_add(vq, &cmd->hdr, data, out);
+	return vbblk_vq_add(vq, &cmd->hdr, type, data, out);
 }
 
 /*
@@ -107,9 +108,12 @@ static __always_inline int vbblk_bio_add_locked(struct vbblk_vq *vq,
 	lockdep_assert_held(&vq->lock);
 	if (likely(cmd->nr_segs == 1 && cmd->stage == VBBLK_STAGE_DATA &&
 		   (cmd->bio == cmd->tail || cmd->retry.active))) {
+		bool out = op_is_write(bio_op(cmd->bio));
+
 		vbblk_bio_map_one(cmd->bio, &cmd->sg1);
-		return vbblk_vq_add(vq, &cmd->hdr, &cmd->sg1,
-				    op_is_write(bio_op(cmd->bio)));
+		return vbblk_vq_add(vq, &cmd->hdr,
+				    out ? VIRTIO_BLK_T_OUT : VIRTIO_BLK_T_IN,
+				    &cmd->sg1, out);
 	}
 	return vbblk_bio_add_sg(vq, cmd);
 }

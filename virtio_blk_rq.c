@@ -160,6 +160,7 @@ static blk_status_t vbblk_queue_rq(struct blk_mq_hw_ctx *hctx,
 					op_is_write(req_op(req)));
 	else
 		err = vbblk_vq_add(vq, &cmd->hdr,
+				   vbblk_iohdr_type(vblk, &cmd->hdr),
 				   nents ? cmd->sg_table.sgl : NULL,
 				   op_is_write(req_op(req)));
 	if (unlikely(err)) {
@@ -252,6 +253,7 @@ static void vbblk_rq_add_run(struct vbblk_vq *vq, struct request *run,
 		next = req->rq_next;
 		if (!full)
 			full = vbblk_vq_add(vq, &cmd->hdr,
+					    vbblk_iohdr_type(vq->vblk, &cmd->hdr),
 					    cmd->nents ? cmd->sg_table.sgl : NULL,
 					    op_is_write(req_op(req)));
 		if (full) {

@@ -72,7 +72,8 @@ int vbblk_vq_add_scsi(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 	sgs[n++] = &hdr->status_sg;
 
 	/* Rare and up to six parts beside the data: the indirect ring. */
-	return vbblk_vq_add_sgs(vq, hdr, sgs, n_out, n_in, 0);
+	return vbblk_vq_add_sgs(vq, hdr, VIRTIO_BLK_T_SCSI_CMD, sgs, n_out,
+				n_in, 0);
 }
 
 static void vbblk_vq_notify_ring(struct vbblk_vq *vq, struct virtqueue *ring)

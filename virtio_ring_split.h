@@ -32,19 +32,21 @@ static inline unsigned int vbblk_vq_direct_descs(struct scatterlist *data)
 
 /*
  * Put one command's buffers on the ring and count it; caller holds
- * vq->lock. @direct: the descriptors it takes on a pair's direct ring, 0
- * for the indirect one. The room is checked here: a full ring would make
- * the core notify the device under our lock.
+ * vq->lock. @type: the header's VIRTIO_BLK_T_*, from the caller, which
+ * most often knows it as a constant (the counts below then fold). @direct:
+ * the descriptors it takes on a pair's direct ring, 0 for the indirect
+ * one. The room is checked here: a full ring would make the core notify
+ * the device under our lock.
  */
 static __always_inline int vbblk_vq_add_sgs(struct vbblk_vq *vq,
 					    struct vbblk_iohdr *hdr,
+					    u32 type,
 					    struct scatterlist **sgs,
 					    unsigned int n_out,
 					    unsigned int n_in,
 					    unsigned int direct)
 {
 	struct vbblk *vblk = vq->vblk;
-	u32 type = virtio32_to_cpu(vblk->vdev, hdr->out.type);
 	struct virtqueue *ring = vq->vq;
 	u8 bit = VBBLK_KICK_DIRECT;
 	int err;
@@ -85,7 +87,7 @@ static __always_inline int vbblk_vq_add_sgs(struct vbblk_vq *vq,
  * would guard an array here on every command.
  */
 static __always_inline int vbblk_vq_add(struct vbblk_vq *vq,
-					struct vbblk_iohdr *hdr,
+					struct vbblk_iohdr *hdr, u32 type,
 					struct scatterlist *data,
 					bool data_out)
 {
@@ -93,12 +95,12 @@ static __always_inline int vbblk_vq_add(struct vbblk_vq *vq,
 
 	if (!data) {
 		sgs[1] = &hdr->status_sg;
-		return vbblk_vq_add_sgs(vq, hdr, sgs, 1, 1,
+		return vbblk_vq_add_sgs(vq, hdr, type, sgs, 1, 1,
 					vq->big ? 2 : 0);
 	}
 	sgs[1] = data;
 	sgs[2] = &hdr->status_sg;
-	return vbblk_vq_add_sgs(vq, hdr, sgs, 1 + data_out, 2 - data_out,
+	return vbblk_vq_add_sgs(vq, hdr, type, sgs, 1 + data_out, 2 - data_out,
 				vq->big ? vbblk_vq_direct_descs(data) : 0);
 }
 
