@@ -262,20 +262,44 @@ def busy_cells(summary, bound):
 DRIVER_STAGES = ('driver submit', 'virtqueue add', 'notify', 'interrupt entry', 'reap')
 
 
+def profiled(profs, wl, cfg):
+    """(cfg's, stock's) stage rows of each round both were profiled in."""
+    pre = '%s %s r' % (cfg, wl)
+    rounds = sorted(int(k[len(pre):]) for k in profs if k.startswith(pre))
+    return [(profs[pre + str(r)][2], profs['stock %s r%d' % (wl, r)][2])
+            for r in rounds if 'stock %s r%d' % (wl, r) in profs]
+
+
 def floor(profs, wl, cfg='bio', stages=DRIVER_STAGES):
     """cfg's instructions per I/O with @stages taken out, as a ratio to
-    stock's, from round 1's profiles; None without."""
-    b, st = profs.get('%s %s r1' % (cfg, wl)), profs.get('stock %s r1' % wl)
-    if not b or not st:
-        return None
-    rows = b[2]
-    return (sum(rows.values()) - sum(rows[k] for k in stages)) / sum(st[2].values())
+    stock's in the same round, the median over profiled rounds; None
+    without profiles."""
+    xs = [(sum(b.values()) - sum(b[k] for k in stages)) / sum(st.values())
+          for b, st in profiled(profs, wl, cfg)]
+    return statistics.median(xs) if xs else None
+
+
+def above_floor(profs, wl, cfg, stages):
+    """How far @stages leave cfg above its floor: their instructions as a
+    ratio to stock's whole I/O, round by round (a ratio of one round less a
+    floor of another would count the rounds' spread), the median."""
+    xs = [sum(b[k] for k in stages) / sum(st.values()) for b, st in profiled(profs, wl, cfg)]
+    return statistics.median(xs) if xs else None
+
+
+def profiled_ratio(profs, wl, cfg):
+    """cfg's profiled instructions per I/O as a ratio to stock's in the
+    same round, the median over rounds."""
+    xs = [sum(b.values()) / sum(st.values()) for b, st in profiled(profs, wl, cfg)]
+    return statistics.median(xs) if xs else None
 
 
 def stage_sum(profs, wl, cfg, stages):
-    """Instructions per I/O in @stages of cfg's round-1 profile; None without."""
-    p = profs.get('%s %s r1' % (cfg, wl))
-    return sum(p[2][k] for k in stages) if p else None
+    """Instructions per I/O in @stages of cfg's profiles, the median over
+    rounds; None without."""
+    pre = '%s %s r' % (cfg, wl)
+    xs = [sum(p[2][k] for k in stages) for key, p in profs.items() if key.startswith(pre)]
+    return statistics.median(xs) if xs else None
 
 
 def evaluate(t, summary, profs):
@@ -294,9 +318,7 @@ def evaluate(t, summary, profs):
     if t.metric == 'requests':
         return c['requests_per_io'] / st['requests_per_io'] if st['requests_per_io'] else None
     if t.metric == 'above_floor':
-        r = c['ratio'].get('kinsn')
-        fl = floor(profs, t.workload, t.config, t.stages)
-        return r - fl if r is not None and fl is not None else None
+        return above_floor(profs, t.workload, t.config, t.stages)
     if t.ref:
         return c[t.metric] / st[t.metric] if c[t.metric] and st[t.metric] else None
     return c['ratio'].get(t.metric)
@@ -307,7 +329,7 @@ def measured(t, v, c, profs):
     if t.metric == 'stage':
         return '%.0f' % v
     if t.metric == 'above_floor':
-        return '%.3f (%.3f, floor %.3f)' % (v, c['ratio']['kinsn'],
+        return '%.3f (%.3f, floor %.3f)' % (v, profiled_ratio(profs, t.workload, t.config),
                                             floor(profs, t.workload, t.config, t.stages))
     return '%.3f' % v
 
@@ -346,9 +368,11 @@ def targets_section(meta, summary, profs):
          % (declared.series(meta['kernel']) or meta['kernel']), '',
          'The targets bench/targets.py declares for this kernel series, each against stock '
          'in the same run. The module\'s own instructions (the *driver submit* stage) and '
-         'the floors come from round 1\'s profile: PROFILE=1. A floor is what the config '
+         'the floors come from the profiles (PROFILE=1), each round against stock\'s '
+         'in the same round, the median over rounds. A floor is what the config '
          'would cost against stock with some stages at zero; a target *above its floor* '
-         'names the stages and is measured as the ratio less that floor. The '
+         'names the stages and is measured as the ratio less that floor, both of one '
+         'round (the ratio in brackets is the profiled rounds\'). The '
          '*driver floor* column takes out every stage of the driver (%s): an '
          'instructions target below it cannot be met by any virtio block driver. '
          '*Switches/IO* (bio, stock): the load\'s context switches per I/O; at QD1 each '

@@ -32,9 +32,11 @@ the target):
   requests      device requests per I/O, ratio to stock's
   requests_abs  device requests per I/O
   stage         instructions per I/O in the `stages` rows of the config's
-                round-1 profile (PROFILE=1; rows of bench/categories.py)
-  above_floor   kinsn less the config's floor: the ratio to stock it would
-                have with the `stages` rows at zero (round-1 profiles)
+                profiles (PROFILE=1; rows of bench/categories.py), the
+                median over rounds
+  above_floor   kinsn less the config's floor, the ratio to stock it would
+                have with the `stages` rows at zero: the `stages` rows
+                against stock's whole I/O in each round, the median
 
 Issue 32 retired the 0.65x instructions target at QD1: sleep, wakeup,
 system call and page pinning, the same under every driver, are most of

@@ -35,7 +35,7 @@ def cell(kinsn=10000.0, iops=1000.0, requests=1.0, ctx=0.5, panics=0):
 
 
 def prof(**rows):
-    """A round-1 profile entry as summarize_backend() keeps it: rows by
+    """A profile entry (of one round) as summarize_backend() keeps it: rows by
     stage, every stage of categories.ORDER present ('driver_submit' for
     'driver submit')."""
     r = dict.fromkeys(categories.ORDER, 0)
@@ -190,6 +190,25 @@ class Evaluation(unittest.TestCase):
                 summary, profs = scenario(t, t.bound)
                 rows, _ = report.targets(summary, profs, K61)
                 self.assertEqual(row(rows, t.id)['result'], 'met', t.id)
+
+    def test_floor_round_by_round(self):
+        """Two rounds whose other stages differ (at QD1, how often the load
+        slept): the gap above the floor is the module's share of each
+        round, not the rounds' median ratio less round 1's floor."""
+        S, own = 10000.0, 250.0
+        t = [t for t in targets.TARGETS if t.id == 'qd1-floor'][0]
+        cells = {t.workload: {'stock': cell(kinsn=2 * S),
+                              'bio': cell(kinsn=1.3 * S + own)}}
+        cells[t.workload]['bio']['rounds'] = [{}, {}]
+        profs = {'bio %s r1' % t.workload: prof(other=1.2 * S, driver_submit=own),
+                 'bio %s r2' % t.workload: prof(other=1.4 * S, driver_submit=own),
+                 'stock %s r1' % t.workload: prof(other=2 * S),
+                 'stock %s r2' % t.workload: prof(other=2 * S)}
+        summary, profs = run(cells, profs)
+        rows, _ = report.targets(summary, profs, K61)
+        self.assertAlmostEqual(row(rows, t.id)['value'], own / (2 * S))
+        self.assertEqual(row(rows, t.id)['result'], 'met')
+        self.assertAlmostEqual(row(rows, t.id)['floor'], 1.3 * S / (2 * S))
 
     def test_missing_data_skipped(self):
         """No profiles: the stage and floor targets are skipped, named as
