@@ -377,7 +377,6 @@ static inline unsigned int vbblk_vq_kick_prepare(struct vbblk_vq *vq)
 		rings |= VBBLK_KICK_BIG;
 	return rings;
 }
-void vbblk_vq_notify(struct vbblk_vq *vq, unsigned int rings);
 void vbblk_vq_kick(struct vbblk_vq *vq);
 int vbblk_vq_poll(struct vbblk_vq *vq);
 int vbblk_vq_poll_batch(struct vbblk_vq *vq, vbblk_batch_fn add, void *batch);

@@ -76,20 +76,12 @@ int vbblk_vq_add_scsi(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 				n_in, 0);
 }
 
-static void vbblk_vq_notify_ring(struct vbblk_vq *vq, struct virtqueue *ring)
+/* A pair's indirect ring, rarely added to: out of line. */
+void vbblk_vq_notify_big(struct vbblk_vq *vq)
 {
 	vbblk_stat_inc(vq->vblk, VBBLK_STAT_NOTIFIES);
 	trace_vbblk_notify(vq);
-	virtqueue_notify(ring);
-}
-
-/* Second half, with what the first returned; called without vq->lock. */
-void vbblk_vq_notify(struct vbblk_vq *vq, unsigned int rings)
-{
-	if (rings & VBBLK_KICK_DIRECT)
-		vbblk_vq_notify_ring(vq, vq->vq);
-	if (unlikely(rings & VBBLK_KICK_BIG))
-		vbblk_vq_notify_ring(vq, vq->big);
+	virtqueue_notify(vq->big);
 }
 
 /* Both halves, for callers that do not hold the lock. */
