@@ -262,43 +262,46 @@ def busy_cells(summary, bound):
 DRIVER_STAGES = ('driver submit', 'virtqueue add', 'notify', 'interrupt entry', 'reap')
 
 
-def profiled(profs, wl, cfg):
-    """(cfg's, stock's) stage rows of each round both were profiled in."""
+def rounds(profs, wl, cfg):
+    """The rounds of cfg's profiles of wl, in order."""
     pre = '%s %s r' % (cfg, wl)
-    rounds = sorted(int(k[len(pre):]) for k in profs if k.startswith(pre))
-    return [(profs[pre + str(r)][2], profs['stock %s r%d' % (wl, r)][2])
-            for r in rounds if 'stock %s r%d' % (wl, r) in profs]
+    return sorted(int(k[len(pre):]) for k in profs if k.startswith(pre))
+
+
+def per_round(profs, wl, cfg, f):
+    """The median over rounds of f(cfg's stage rows, stock's) for each round
+    both were profiled in: a figure of one round is never set against
+    another round's (at QD1 the rounds differ by how often the load slept);
+    None without profiles."""
+    xs = [f(profs['%s %s r%d' % (cfg, wl, r)][2], profs['stock %s r%d' % (wl, r)][2])
+          for r in rounds(profs, wl, cfg) if 'stock %s r%d' % (wl, r) in profs]
+    return statistics.median(xs) if xs else None
 
 
 def floor(profs, wl, cfg='bio', stages=DRIVER_STAGES):
     """cfg's instructions per I/O with @stages taken out, as a ratio to
-    stock's in the same round, the median over profiled rounds; None
-    without profiles."""
-    xs = [(sum(b.values()) - sum(b[k] for k in stages)) / sum(st.values())
-          for b, st in profiled(profs, wl, cfg)]
-    return statistics.median(xs) if xs else None
+    stock's in the same round."""
+    return per_round(profs, wl, cfg, lambda b, st: (sum(b.values()) - sum(b[k] for k in stages))
+                     / sum(st.values()))
 
 
 def above_floor(profs, wl, cfg, stages):
     """How far @stages leave cfg above its floor: their instructions as a
-    ratio to stock's whole I/O, round by round (a ratio of one round less a
-    floor of another would count the rounds' spread), the median."""
-    xs = [sum(b[k] for k in stages) / sum(st.values()) for b, st in profiled(profs, wl, cfg)]
-    return statistics.median(xs) if xs else None
+    ratio to stock's whole I/O in the same round."""
+    return per_round(profs, wl, cfg, lambda b, st: sum(b[k] for k in stages) / sum(st.values()))
 
 
 def profiled_ratio(profs, wl, cfg):
     """cfg's profiled instructions per I/O as a ratio to stock's in the
-    same round, the median over rounds."""
-    xs = [sum(b.values()) / sum(st.values()) for b, st in profiled(profs, wl, cfg)]
-    return statistics.median(xs) if xs else None
+    same round."""
+    return per_round(profs, wl, cfg, lambda b, st: sum(b.values()) / sum(st.values()))
 
 
 def stage_sum(profs, wl, cfg, stages):
     """Instructions per I/O in @stages of cfg's profiles, the median over
     rounds; None without."""
-    pre = '%s %s r' % (cfg, wl)
-    xs = [sum(p[2][k] for k in stages) for key, p in profs.items() if key.startswith(pre)]
+    xs = [sum(profs['%s %s r%d' % (cfg, wl, r)][2][k] for k in stages)
+          for r in rounds(profs, wl, cfg)]
     return statistics.median(xs) if xs else None
 
 
@@ -324,7 +327,7 @@ def evaluate(t, summary, profs):
     return c['ratio'].get(t.metric)
 
 
-def measured(t, v, c, profs):
+def measured(t, v, profs):
     """How the report shows target t's value v."""
     if t.metric == 'stage':
         return '%.0f' % v
@@ -353,7 +356,7 @@ def targets(summary, profs, release):
         if kinsn and st and c['ctx_per_io'] is not None and st['ctx_per_io'] is not None:
             sw = '%.2f / %.2f' % (c['ctx_per_io'], st['ctx_per_io'])
         rows.append({'id': t.id, 'target': declared.describe(t), 'value': v,
-                     'measured': measured(t, v, c, profs), 'result': 'met' if ok else 'MISSED',
+                     'measured': measured(t, v, profs), 'result': 'met' if ok else 'MISSED',
                      'floor': fl, 'switches': sw})
     return rows, nodata
 
