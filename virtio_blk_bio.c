@@ -219,7 +219,7 @@ static bool vbblk_bio_next_stage(struct vbblk_bio_cmd *cmd)
 static void vbblk_bio_retry_send(struct vbblk_bio_cmd *cmd)
 {
 	struct vbblk *vblk = cmd->vq->vblk;
-	u32 type = virtio32_to_cpu(vblk->vdev, cmd->hdr.out.type);
+	u32 type = vbblk_iohdr_type(vblk, &cmd->hdr);
 	struct bio *bio = cmd->bio;
 
 	cmd->nr_segs = vbblk_bio_segs(vblk, bio);
