@@ -120,6 +120,8 @@ struct vbblk_uring {
 	u32 lbs_mask;			/* logical block size - 1 */
 	u32 dma_mask;			/* the DMA alignment asked of a piece */
 	u32 max_pages;			/* one scatterlist entry each */
+	/* A plain buffer of at most this many pages takes the fast path. */
+	u32 fast_pages;
 };
 
 /* What io_uring keeps for us in the command: valid until it is done. */
@@ -472,7 +474,8 @@ static inline int vbblk_uring_check_range(struct vbblk_uring *ur, u64 sector,
 static inline int vbblk_uring_check_bytes(struct vbblk_uring *ur, u64 sector,
 					  size_t bytes)
 {
-	if (!bytes || bytes > ur->max_bytes)
+	/* One compare: no bytes wrap around to the largest size_t. */
+	if (bytes - 1 >= ur->max_bytes)
 		return -EINVAL;
 	return vbblk_uring_check_range(ur, sector, bytes);
 }
@@ -592,10 +595,13 @@ out:
 }
 
 /*
- * The common case, a plain buffer of a few pages: its pages go straight
- * into the inline tables, without an iterator. The pieces are aligned as
- * the disk asks exactly when the buffer's start and length are (the
- * alignment divides a page).
+ * The common case, a plain buffer of a few pages (at most fast_pages, so
+ * within max_segments): its pages go straight into the inline tables,
+ * without an iterator. The pieces are aligned as the disk asks exactly
+ * when the buffer's start and length are (the alignment divides a page).
+ * No access_ok() of ours: pinning checks the pages are the user's, and a
+ * range that is not is -EFAULT, as on the import path (where a range
+ * that wraps is too: newer kernels' pinning says -EOVERFLOW).
  */
 static __always_inline int vbblk_ucmd_user_pages(struct vbblk_ucmd *uc,
 						 unsigned long addr,
@@ -605,14 +611,14 @@ static __always_inline int vbblk_ucmd_user_pages(struct vbblk_ucmd *uc,
 	struct vbblk_uring *ur = uc->uvq->ur;
 	int got;
 
-	if ((addr | len) & ur->dma_mask || nr > ur->max_pages)
+	if ((addr | len) & ur->dma_mask)
 		return -EINVAL;
 	/* The device writes what a READ brings into these pages. */
 	got = vbblk_user_pages(addr & PAGE_MASK, nr, !out, uc->pages);
 	if (got != nr) {
 		if (got > 0)
 			vbblk_iter_release_pages(uc->pages, got, false);
-		return got < 0 ? got : -EFAULT;
+		return got < 0 && got != -EOVERFLOW ? got : -EFAULT;
 	}
 	uc->nr_pages = nr;
 	/* Alignment checked above, before taking the pages: 0 here. */
@@ -663,13 +669,10 @@ static __always_inline int vbblk_ucmd_data(struct vbblk_ucmd *uc,
 	nr = DIV_ROUND_UP(offset_in_page(addr) + (u64)c.len, PAGE_SIZE);
 	if ((c.flags & VBBLK_F_VEC) ||
 	    (ioucmd->flags & IORING_URING_CMD_FIXED) ||
-	    nr > VBBLK_UCMD_INLINE)
+	    nr > uc->uvq->ur->fast_pages)
 		return vbblk_ucmd_import_map(uc, ioucmd, c.addr, c.len,
 					     c.flags, c.sector,
 					     out ? WRITE : READ, issue_flags);
-	/* Checked in the order vbblk_ucmd_import_map() checks. */
-	if (!access_ok(u64_to_user_ptr(c.addr), c.len))
-		return -EFAULT;
 	uc->bytes = c.len;
 	err = vbblk_uring_check_bytes(uc->uvq->ur, c.sector, c.len);
 	if (err)
@@ -1068,7 +1071,8 @@ static int vbblk_uring_cmd(struct io_uring_cmd *ioucmd,
 	if (!(issue_flags & IO_URING_F_SQE128))
 		return -EINVAL;
 	sqe = vbblk_uring_cmd_payload(ioucmd);
-	if (READ_ONCE(sqe->rsvd0) || READ_ONCE(sqe->rsvd[0]) ||
+	/* One test, not three branches. */
+	if (READ_ONCE(sqe->rsvd0) | READ_ONCE(sqe->rsvd[0]) |
 	    READ_ONCE(sqe->rsvd[1]))
 		return -EINVAL;
 	return vbblk_uring_route(ioucmd, issue_flags, sqe, vbblk_uring_args(sqe));
@@ -1222,6 +1226,7 @@ int vbblk_uring_add(struct vbblk *vblk)
 	ur->lbs_mask = queue_logical_block_size(q) - 1;
 	ur->dma_mask = queue_dma_alignment(q);
 	ur->max_pages = min(vblk->sg_elems, queue_max_segments(q));
+	ur->fast_pages = min_t(u32, ur->max_pages, VBBLK_UCMD_INLINE);
 	ur->nr_vqs = vblk->num_vqs;
 	ur->uvqs = kcalloc(ur->nr_vqs, sizeof(*ur->uvqs), GFP_KERNEL);
 	if (!ur->uvqs ||
