@@ -785,78 +785,97 @@ static void vbblk_uring_room(struct vbblk_vq *vq)
 }
 
 /*
- * Waits are out of line: a wait entry on the submitter's stack would cost
- * every command a stack canary.
+ * Put @uc on its ring, once. The caller's gate reference becomes the
+ * command's own once it is on the ring: vbblk_ucmd_end() may drop it
+ * before our notify, which RCU covers (vbblk_uring_drain()). One reference
+ * per command, not two. -ENOSPC: the ring is full; with @room, a reap that
+ * frees room is asked for (under the lock, so none is missed), and
+ * *@room is what uvq->room read before it.
  */
-static noinline int vbblk_uring_wait_room(struct vbblk_uring_vq *uvq,
-					  int room)
-{
-	long left = wait_event_interruptible_timeout(uvq->wait,
-					atomic_read(&uvq->room) != room,
-					HZ / 10);
-
-	return left < 0 ? left : 0;
-}
-
-/*
- * Put @uc on its ring. A full ring is waited for, or is -EAGAIN with
- * @nowait (io_uring then issues again from its worker, which may wait).
- * The caller's gate reference becomes the command's own once it is on the
- * ring: vbblk_ucmd_end() may drop it before our notify, which RCU covers
- * (vbblk_uring_drain()). One reference per command, not two.
- */
-static __always_inline int vbblk_ucmd_queue(struct vbblk_ucmd *uc, u32 type,
-					    struct scatterlist *data,
-					    bool out, bool nowait)
+static __always_inline int vbblk_ucmd_add(struct vbblk_ucmd *uc, u32 type,
+					  struct scatterlist *data, bool out,
+					  int *room)
 {
 	struct vbblk_uring_vq *uvq = uc->uvq;
 	struct vbblk_vq *vq = uvq->vq;
 	unsigned long flags;
 	unsigned int notify;
 	bool plugged;
+	int err;
+
+	plugged = vbblk_uring_plug_note(uvq->ur, uvq->index);
+	spin_lock_irqsave(&vq->lock, flags);
+	err = vbblk_vq_add(vq, &uc->hdr, type, data, out);
+	if (likely(!err && !plugged)) {
+		notify = vbblk_vq_kick_prepare(vq);
+		/*
+		 * Nothing ends a command still on the ring, which our lock
+		 * holds: entered before it is released, RCU keeps the rings
+		 * for the notify even if it ends at once. A plugged command
+		 * leaves the notify to the unplug.
+		 */
+		rcu_read_lock();
+		spin_unlock_irqrestore(&vq->lock, flags);
+		if (notify)
+			vbblk_vq_notify(vq, notify);
+		rcu_read_unlock();
+		return 0;
+	}
+	if (!err) {
+		vbblk_stat_inc(vq->vblk, VBBLK_STAT_PLUG_DEFERRED);
+	} else if (err == -ENOSPC && room) {
+		/* Reaps that free room run it once we unlock. */
+		*room = atomic_read(&uvq->room);
+		vbblk_vq_want_room(vq, vbblk_uring_room);
+	}
+	spin_unlock_irqrestore(&vq->lock, flags);
+	return err;
+}
+
+/*
+ * The ring was full and we may wait: for a reap that frees room, and
+ * again. Ours or the other paths' commands fill it: the next reap helps.
+ * An empty ring refused it too if virtio_ring could not allocate an
+ * indirect table: no reap comes, so try again soon (the wait's timeout).
+ * Out of line: a wait entry on the submitter's stack would cost every
+ * command a stack canary.
+ */
+static noinline int vbblk_ucmd_queue_wait(struct vbblk_ucmd *uc, u32 type,
+					  struct scatterlist *data, bool out)
+{
+	struct vbblk_uring_vq *uvq = uc->uvq;
 	int err, room = 0;
 
-	for (;;) {
-		/* After any sleep below: sleeping flushes the plug. */
-		plugged = vbblk_uring_plug_note(uvq->ur, uvq->index);
-		spin_lock_irqsave(&vq->lock, flags);
-		err = vbblk_vq_add(vq, &uc->hdr, type, data, out);
-		if (!err && !plugged) {
-			notify = vbblk_vq_kick_prepare(vq);
-			/*
-			 * Nothing ends a command still on the ring, which our
-			 * lock holds: entered before it is released, RCU keeps
-			 * the rings for the notify even if it ends at once. A
-			 * plugged command leaves the notify to the unplug.
-			 */
-			rcu_read_lock();
-			spin_unlock_irqrestore(&vq->lock, flags);
-			if (notify)
-				vbblk_vq_notify(vq, notify);
-			rcu_read_unlock();
-			return 0;
-		}
-		if (!err) {
-			vbblk_stat_inc(vq->vblk, VBBLK_STAT_PLUG_DEFERRED);
-		} else if (err == -ENOSPC && !nowait) {
-			/* Reaps that free room run it once we unlock. */
-			room = atomic_read(&uvq->room);
-			vbblk_vq_want_room(vq, vbblk_uring_room);
-		}
-		spin_unlock_irqrestore(&vq->lock, flags);
+	do {
+		/* Sleeping flushes the plug: each try notes it again. */
+		err = vbblk_ucmd_add(uc, type, data, out, &room);
 		if (err != -ENOSPC)
 			return err;
-		/*
-		 * Ours or the other paths' commands fill it: the next reap
-		 * helps. An empty ring refused it too if virtio_ring could not
-		 * allocate an indirect table: no reap comes, so try again soon.
-		 */
-		vbblk_stat_inc(vq->vblk, VBBLK_STAT_RING_FULL_WAITS);
-		if (nowait)
-			return -EAGAIN;
-		if (vbblk_uring_wait_room(uvq, room))
-			return -EINTR;
+		vbblk_stat_inc(uvq->vq->vblk, VBBLK_STAT_RING_FULL_WAITS);
+	} while (wait_event_interruptible_timeout(uvq->wait,
+					atomic_read(&uvq->room) != room,
+					HZ / 10) >= 0);
+	return -EINTR;
+}
+
+/*
+ * Put @uc on its ring (vbblk_ucmd_add()). A full ring is waited for, out
+ * of line, or is -EAGAIN with @nowait (io_uring then issues again from its
+ * worker, which may wait).
+ */
+static __always_inline int vbblk_ucmd_queue(struct vbblk_ucmd *uc, u32 type,
+					    struct scatterlist *data,
+					    bool out, bool nowait)
+{
+	int err = vbblk_ucmd_add(uc, type, data, out, NULL);
+
+	if (likely(err != -ENOSPC))
+		return err;
+	if (nowait) {
+		vbblk_stat_inc(uc->uvq->vq->vblk, VBBLK_STAT_RING_FULL_WAITS);
+		return -EAGAIN;
 	}
+	return vbblk_ucmd_queue_wait(uc, type, data, out);
 }
 
 static struct workqueue_struct *vbblk_uring_wq;
