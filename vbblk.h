@@ -323,10 +323,12 @@ static inline void vbblk_sg_init(struct scatterlist *sg, unsigned int n)
 }
 
 /*
- * @sg as sg_init_table(), sg_set_page() and, for the @last, sg_mark_end()
- * leave it, in one write: a command's pieces are set on every I/O. With
- * CONFIG_DEBUG_SG, the kernel's own steps, which keep whatever markers
- * its checks want (some kernels have none).
+ * @sg as sg_set_page() and, for the @last, sg_mark_end() leave an entry
+ * of a zeroed table (kzalloc(), kcalloc()): a command's pieces are set on
+ * every I/O, and its DMA fields stay zero, as the ring neither reads nor
+ * writes them (it maps each piece from its page). With CONFIG_DEBUG_SG,
+ * the kernel's own steps, which keep whatever markers its checks want
+ * (some kernels have none).
  */
 static inline void vbblk_sg_set(struct scatterlist *sg, struct page *page,
 				unsigned int len, unsigned int off, bool last)
@@ -337,11 +339,9 @@ static inline void vbblk_sg_set(struct scatterlist *sg, struct page *page,
 		sg_unmark_end(sg);
 	sg_set_page(sg, page, len, off);
 #else
-	*sg = (struct scatterlist){
-		.page_link	= (unsigned long)page | (last ? SG_END : 0),
-		.offset		= off,
-		.length		= len,
-	};
+	sg->page_link = (unsigned long)page | (last ? SG_END : 0);
+	sg->offset = off;
+	sg->length = len;
 #endif
 }
 

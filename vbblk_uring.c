@@ -554,7 +554,8 @@ static int vbblk_ucmd_map(struct vbblk_ucmd *uc, struct iov_iter *iter)
 	if (want > VBBLK_UCMD_INLINE) {
 		/* Even under IO_URING_F_NONBLOCK: see vbblk_ucmd_later(). */
 		uc->pages = kmalloc_array(want, sizeof(*uc->pages), GFP_KERNEL);
-		uc->sg = kmalloc_array(want, sizeof(*uc->sg), GFP_KERNEL);
+		/* Zeroed: vbblk_sg_set() leaves the DMA fields alone. */
+		uc->sg = kcalloc(want, sizeof(*uc->sg), GFP_KERNEL);
 		if (!uc->pages || !uc->sg) {
 			err = -ENOMEM;
 			goto out;
@@ -621,6 +622,15 @@ static __always_inline int vbblk_ucmd_user_pages(struct vbblk_ucmd *uc,
 		return got < 0 && got != -EOVERFLOW ? got : -EFAULT;
 	}
 	uc->nr_pages = nr;
+	/*
+	 * One page, as most small I/O is: one entry, with no loop (as
+	 * nvme's simple mappings).
+	 */
+	if (nr == 1) {
+		vbblk_sg_set(uc->sg, uc->pages[0], len, offset_in_page(addr),
+			     true);
+		return 0;
+	}
 	/* Alignment checked above, before taking the pages: 0 here. */
 	vbblk_ucmd_set_sg(uc, 0, nr, offset_in_page(addr), len, 0, true);
 	return 0;
