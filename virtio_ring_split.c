@@ -76,12 +76,19 @@ int vbblk_vq_add_scsi(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 				n_in, 0);
 }
 
-/* A pair's indirect ring, rarely added to: out of line. */
-void vbblk_vq_notify_big(struct vbblk_vq *vq)
+/* vbblk_vq_notify() of a pair's rings, the indirect one among them. */
+void vbblk_vq_notify_rings(struct vbblk_vq *vq, unsigned int rings)
 {
-	vbblk_stat_inc(vq->vblk, VBBLK_STAT_NOTIFIES);
-	trace_vbblk_notify(vq);
-	virtqueue_notify(vq->big);
+	if (rings & VBBLK_KICK_DIRECT) {
+		vbblk_stat_inc(vq->vblk, VBBLK_STAT_NOTIFIES);
+		trace_vbblk_notify(vq);
+		virtqueue_notify(vq->vq);
+	}
+	if (rings & VBBLK_KICK_BIG) {
+		vbblk_stat_inc(vq->vblk, VBBLK_STAT_NOTIFIES);
+		trace_vbblk_notify(vq);
+		virtqueue_notify(vq->big);
+	}
 }
 
 /* Both halves, for callers that do not hold the lock. */

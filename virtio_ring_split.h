@@ -80,23 +80,26 @@ static __always_inline int vbblk_vq_add_sgs(struct vbblk_vq *vq,
 	return 0;
 }
 
-void vbblk_vq_notify_big(struct vbblk_vq *vq);
+void vbblk_vq_notify_rings(struct vbblk_vq *vq, unsigned int rings);
 
 /*
  * Second half of a kick, with what vbblk_vq_kick_prepare() returned;
  * called without vq->lock. Inline: at QD1 every command notifies, and a
- * call of its own was a frame per I/O.
+ * call of its own was a frame per I/O. A pair's indirect ring is rarely
+ * added to: a notify that includes it is out of line, whole.
  */
 static __always_inline void vbblk_vq_notify(struct vbblk_vq *vq,
 					    unsigned int rings)
 {
+	if (unlikely(rings & VBBLK_KICK_BIG)) {
+		vbblk_vq_notify_rings(vq, rings);
+		return;
+	}
 	if (rings & VBBLK_KICK_DIRECT) {
 		vbblk_stat_inc(vq->vblk, VBBLK_STAT_NOTIFIES);
 		trace_vbblk_notify(vq);
 		virtqueue_notify(vq->vq);
 	}
-	if (unlikely(rings & VBBLK_KICK_BIG))
-		vbblk_vq_notify_big(vq);
 }
 
 /*
