@@ -127,8 +127,7 @@ struct vbblk_uring {
 /* What io_uring keeps for us in the command: valid until it is done. */
 struct vbblk_uring_pdu {
 	struct vbblk_ucmd *ucmd;
-	u16 vq;
-	bool polled;
+	bool polled;		/* if so, ucmd is ours until its poll ends it */
 };
 
 static dev_t vbblk_uring_devt;
@@ -705,7 +704,6 @@ static __always_inline int vbblk_ucmd_build(struct vbblk_ucmd *uc,
 	int err;
 
 	uc->op = c.opcode;
-	uc->bytes = 0;
 	*data = NULL;
 	*out = false;
 	switch (c.opcode) {
@@ -720,6 +718,7 @@ static __always_inline int vbblk_ucmd_build(struct vbblk_ucmd *uc,
 		vbblk_iohdr_init(vblk, &uc->hdr, *type, c.sector);
 		break;
 	case VBBLK_OP_FLUSH:
+		uc->bytes = 0;
 		*type = VIRTIO_BLK_T_FLUSH;
 		vbblk_iohdr_init(vblk, &uc->hdr, *type, 0);
 		break;
@@ -746,6 +745,7 @@ static __always_inline int vbblk_ucmd_build(struct vbblk_ucmd *uc,
 				(c.flags & VBBLK_F_UNMAP) && vblk->wz_may_unmap ?
 				VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP : 0);
 		vbblk_sg_one(uc->inline_sg, &uc->range, sizeof(uc->range));
+		uc->bytes = 0;
 		*data = uc->inline_sg;
 		*out = true;
 		vbblk_iohdr_init(vblk, &uc->hdr, *type, 0);
@@ -980,10 +980,13 @@ static noinline struct vbblk_ucmd *vbblk_ucmd_wait(struct vbblk_uring_vq *uvq,
 /*
  * A command, once its SQE is read: @c is a parameter, not a local, as a
  * local the kernel's zeroing of the stack would write it on every command.
+ * @gated: the caller passed the gate already (the plain command's copy,
+ * whose caller then has nothing else to decide).
  */
 static __always_inline int vbblk_uring_submit(struct io_uring_cmd *ioucmd,
 					      unsigned int issue_flags,
-					      const struct vbblk_ucmd_args c)
+					      const struct vbblk_ucmd_args c,
+					      bool gated)
 {
 	struct vbblk_uring *ur = ioucmd->file->private_data;
 	struct vbblk_uring_pdu *pdu = vbblk_pdu(ioucmd);
@@ -992,19 +995,21 @@ static __always_inline int vbblk_uring_submit(struct io_uring_cmd *ioucmd,
 	struct scatterlist *data;
 	struct vbblk_ucmd *uc;
 	struct vbblk *vblk;
-	bool out, poll, gated;
+	bool out, poll;
 	u32 type;
 	int err;
 
 	err = vbblk_uring_check(ioucmd->file, c);
 	if (err)
-		return err;
+		goto out_put;
 
-	err = vbblk_uring_enter(ur, nowait);
-	/* Frozen, and we may not wait: built now, queued from the worker. */
-	gated = !err;
-	if (err && err != -EAGAIN)
-		return err;
+	if (!gated) {
+		err = vbblk_uring_enter(ur, nowait);
+		/* Frozen, and we may not wait: built now, queued later. */
+		gated = !err;
+		if (err && err != -EAGAIN)
+			return err;
+	}
 	vblk = ur->vblk;
 	if (vbblk_op_writes(c.opcode) &&
 	    (vblk->read_only || get_disk_ro(vblk->disk))) {
@@ -1032,13 +1037,13 @@ static __always_inline int vbblk_uring_submit(struct io_uring_cmd *ioucmd,
 	uc->ioucmd = ioucmd;
 	uc->polled = poll;
 	uc->done = false;
+	/* Before the build, which may sleep: less to keep across it. */
+	pdu->ucmd = uc;
+	pdu->polled = poll;
 	err = vbblk_ucmd_build(uc, ioucmd, c, issue_flags, &type, &data, &out);
 	if (err)
 		goto out_cmd;
 
-	pdu->ucmd = uc;
-	pdu->vq = uvq->index;
-	pdu->polled = poll;
 	vbblk_stat_inc(vblk, VBBLK_STAT_URING_CMDS);
 	if (!gated) {
 		vbblk_ucmd_defer(uc, data, out, false);
@@ -1071,22 +1076,29 @@ static noinline int vbblk_uring_submit_any(struct io_uring_cmd *ioucmd,
 					   unsigned int issue_flags,
 					   const struct vbblk_uring_cmd *sqe)
 {
-	return vbblk_uring_submit(ioucmd, issue_flags, vbblk_uring_args(sqe));
+	return vbblk_uring_submit(ioucmd, issue_flags, vbblk_uring_args(sqe),
+				  false);
 }
 
 /*
  * The common command, a READ or WRITE of one buffer at the default
- * priority, is decided here, once: in its copy of vbblk_uring_submit() the
- * compiler folds every other opcode's checks and builds away.
+ * priority, with the gate open, is decided here, once: in its copy of
+ * vbblk_uring_submit() the compiler folds every other opcode's checks and
+ * builds away, and the gate's waits. Anything else, a shut gate too (its
+ * reading again of the SQE is the general path's, not a second command),
+ * takes the general path.
  */
 static __always_inline int vbblk_uring_route(struct io_uring_cmd *ioucmd,
 					     unsigned int issue_flags,
 					     const struct vbblk_uring_cmd *sqe,
 					     const struct vbblk_ucmd_args c)
 {
+	struct vbblk_uring *ur = ioucmd->file->private_data;
+
 	if (likely((c.opcode == VBBLK_OP_READ || c.opcode == VBBLK_OP_WRITE) &&
-		   !(c.flags | c.nr_sectors | c.ioprio)))
-		return vbblk_uring_submit(ioucmd, issue_flags, c);
+		   !(c.flags | c.nr_sectors | c.ioprio) &&
+		   percpu_ref_tryget_live(&ur->ref)))
+		return vbblk_uring_submit(ioucmd, issue_flags, c, true);
 	return vbblk_uring_submit_any(ioucmd, issue_flags, sqe);
 }
 
@@ -1133,7 +1145,7 @@ static int vbblk_uring_iopoll(struct io_uring_cmd *ioucmd,
 	if (smp_load_acquire(&uc->done)) {
 		vbblk_stat_inc(ur->vblk, VBBLK_STAT_URING_POLLED_ELSEWHERE);
 	} else if (percpu_ref_tryget_live(&ur->ref)) {
-		n = vbblk_vq_poll(&ur->vblk->vqs[pdu->vq]);
+		n = vbblk_vq_poll(&ur->vblk->vqs[uc->uvq->index]);
 		percpu_ref_put(&ur->ref);
 	}
 	/* As above: reaped by us or by anyone meanwhile. */
