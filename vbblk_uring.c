@@ -49,6 +49,14 @@
 
 struct vbblk_uring_vq;
 
+/*
+ * What a command's end does beyond giving back its pages and itself to
+ * the pool (vbblk_ucmd.extra): none of it for a plain READ or WRITE.
+ */
+#define VBBLK_UCMD_SPARE	BIT(0)	/* not from the pool: freed when put */
+#define VBBLK_UCMD_TABLES	BIT(1)	/* its page and sg tables allocated */
+#define VBBLK_UCMD_ID		BIT(2)	/* GET_ID: the serial to user space */
+
 /* One passthrough command: what it put on the ring and what it holds. */
 struct vbblk_ucmd {
 	struct vbblk_iohdr hdr;
@@ -60,7 +68,7 @@ struct vbblk_ucmd {
 	u8 op;				/* VBBLK_OP_* */
 	bool polled;			/* on a poll queue: its ring's poll ends it */
 	bool done;			/* polled: reaped, result set */
-	bool spare;			/* not from the pool: freed when put */
+	u8 extra;			/* VBBLK_UCMD_*: more for its end to do */
 	/* queued later (vbblk_ucmd_later()): what to put on the ring */
 	bool gated;			/* holds its submit reference */
 	bool out;
@@ -154,33 +162,35 @@ static struct vbblk_ucmd *vbblk_ucmd_get(struct vbblk_uring_vq *uvq)
 }
 
 /*
- * Give back the pages and tables a command holds, its pages marked dirty
- * if @dirty (the device wrote them). Only that may sleep.
+ * Give back the pages a command holds, marked dirty if @dirty (the device
+ * wrote them). That may sleep.
  */
-static __always_inline void vbblk_ucmd_unmap(struct vbblk_ucmd *uc,
+static __always_inline void vbblk_ucmd_unpin(struct vbblk_ucmd *uc,
 					     bool dirty)
 {
 	if (uc->nr_pages)
 		vbblk_iter_release_pages(uc->pages, uc->nr_pages, dirty);
 	uc->nr_pages = 0;
-	if (uc->pages != uc->inline_pages) {
+}
+
+/* Its pages, and the tables that held them if they were allocated. */
+static void vbblk_ucmd_unmap(struct vbblk_ucmd *uc, bool dirty)
+{
+	vbblk_ucmd_unpin(uc, dirty);
+	if (uc->extra & VBBLK_UCMD_TABLES) {
 		kfree(uc->pages);
 		kfree(uc->sg);
 		uc->pages = uc->inline_pages;
 		uc->sg = uc->inline_sg;
+		uc->extra &= ~VBBLK_UCMD_TABLES;
 	}
 }
 
-/* Inline in the completion, which has nothing else to do. */
-static __always_inline void vbblk_ucmd_put(struct vbblk_ucmd *uc, bool dirty)
+/* Back to its pool, and a submitter waiting for one told. */
+static __always_inline void vbblk_ucmd_free(struct vbblk_ucmd *uc)
 {
 	struct vbblk_uring_vq *uvq = uc->uvq;
 
-	vbblk_ucmd_unmap(uc, dirty);
-	if (uc->spare) {
-		kfree(uc);
-		return;
-	}
 	llist_add(&uc->free_node, &uvq->free);
 	/*
 	 * llist_add()'s cmpxchg is a full barrier: it orders the free entry
@@ -191,10 +201,37 @@ static __always_inline void vbblk_ucmd_put(struct vbblk_ucmd *uc, bool dirty)
 		wake_up(&uvq->wait);
 }
 
-/* A command the device never saw, on an error path: out of line. */
-static noinline void vbblk_ucmd_drop(struct vbblk_ucmd *uc)
+/*
+ * Give back everything a command holds, and the command. Out of line:
+ * what a plain command's end does not need, and the error paths (a
+ * command the device never saw).
+ */
+static noinline void vbblk_ucmd_put_all(struct vbblk_ucmd *uc, bool dirty)
 {
-	vbblk_ucmd_put(uc, false);
+	vbblk_ucmd_unmap(uc, dirty);
+	if (uc->extra & VBBLK_UCMD_SPARE) {
+		kfree(uc);
+		return;
+	}
+	uc->extra = 0;
+	vbblk_ucmd_free(uc);
+}
+
+/* A command the device never saw, on an error path. */
+static void vbblk_ucmd_drop(struct vbblk_ucmd *uc)
+{
+	vbblk_ucmd_put_all(uc, false);
+}
+
+/* The completion's: its common case decided in one test. */
+static __always_inline void vbblk_ucmd_put(struct vbblk_ucmd *uc, bool dirty)
+{
+	if (unlikely(uc->extra)) {
+		vbblk_ucmd_put_all(uc, dirty);
+		return;
+	}
+	vbblk_ucmd_unpin(uc, dirty);
+	vbblk_ucmd_free(uc);
 }
 
 /* In the submitter's task (or its poller): results to user space. */
@@ -218,7 +255,7 @@ static void vbblk_ucmd_complete(struct io_uring_cmd *ioucmd,
 		atomic_inc(&vbblk_debug_uring_polled_foreign);
 #endif
 
-	if (uc->op == VBBLK_OP_GET_ID && res >= 0 &&
+	if (unlikely(uc->extra & VBBLK_UCMD_ID) && res >= 0 &&
 	    copy_to_user(uc->id_buf, uc->id, VBBLK_ID_BYTES))
 		res = -EFAULT;
 	vbblk_ucmd_put(uc, uc->op == VBBLK_OP_READ);
@@ -552,6 +589,7 @@ static int vbblk_ucmd_map(struct vbblk_ucmd *uc, struct iov_iter *iter)
 		return -EINVAL;
 	if (want > VBBLK_UCMD_INLINE) {
 		/* Even under IO_URING_F_NONBLOCK: see vbblk_ucmd_later(). */
+		uc->extra |= VBBLK_UCMD_TABLES;
 		uc->pages = kmalloc_array(want, sizeof(*uc->pages), GFP_KERNEL);
 		/* Zeroed: vbblk_sg_set() leaves the DMA fields alone. */
 		uc->sg = kcalloc(want, sizeof(*uc->sg), GFP_KERNEL);
@@ -755,6 +793,7 @@ static __always_inline int vbblk_ucmd_build(struct vbblk_ucmd *uc,
 		if (!access_ok(uc->id_buf, VBBLK_ID_BYTES))
 			return -EFAULT;
 		uc->bytes = VBBLK_ID_BYTES;
+		uc->extra |= VBBLK_UCMD_ID;
 		/* The device writes the serial and its NUL only. */
 		memset(uc->id, 0, sizeof(uc->id));
 		vbblk_sg_one(uc->inline_sg, uc->id, sizeof(uc->id));
@@ -952,7 +991,7 @@ static struct vbblk_ucmd *vbblk_ucmd_spare(struct vbblk_uring_vq *uvq)
 	if (!uc)
 		return NULL;
 	vbblk_ucmd_init(uc, uvq);
-	uc->spare = true;
+	uc->extra = VBBLK_UCMD_SPARE;
 	return uc;
 }
 
