@@ -27,8 +27,9 @@
  *     wzeroes getid, or a number), sector, len, nr, flags, ioprio, rsvd,
  *     cmdop, fixed=1, vec=1, sqe64=1 (a ring without SQE128), cpu=N (run
  *     there), and
- *     addr=buf|null|bad|unaligned|ro|hole (ro: a read-only mapping;
- *     hole: only the buffer's first page is mapped)
+ *     addr=buf|null|bad|kernel|wrap|unaligned|ro|hole (ro: a read-only
+ *     mapping; hole: only the buffer's first page is mapped; wrap: the
+ *     range runs past the top of the address space)
  *
  * The pattern: every 8 bytes of the area hold (byte offset / 8) ^ seed * K,
  * so data written through one path is checked through the other. A load
@@ -508,6 +509,8 @@ static int run_cmd(int argc, char **argv)
 		c.addr = 0xdead0000000ULL;
 	else if (addr && !strcmp(addr, "kernel"))
 		c.addr = 0xffffffff81000000ULL;
+	else if (addr && !strcmp(addr, "wrap"))
+		c.addr = 0xfffffffffffff000ULL;	/* its last page wraps to 0 */
 	else if (addr && !strcmp(addr, "unaligned"))
 		c.addr = (uintptr_t)buf + 100;
 	else if (addr && !strcmp(addr, "ro") && mprotect(buf, buflen, PROT_READ))

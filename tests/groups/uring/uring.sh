@@ -191,6 +191,8 @@ if [ "$VBSIDE" = main ]; then
 	cmd_res -14 $p op=read len=4096 addr=null
 	cmd_res -14 $p op=read len=4096 addr=bad
 	cmd_res -14 $p op=write len=4096 addr=kernel
+	# a range that wraps: 7.2's pinning says EOVERFLOW, the node EFAULT
+	cmd_res -14 $p op=read len=8192 addr=wrap
 	cmd_res -22 $p op=read len=4096 addr=unaligned
 	# the device would write into a read-only mapping: the pages are not given
 	cmd_res -14 $p op=read len=4096 addr=ro
