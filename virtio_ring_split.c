@@ -79,16 +79,10 @@ int vbblk_vq_add_scsi(struct vbblk_vq *vq, struct vbblk_iohdr *hdr,
 /* vbblk_vq_notify() of a pair's rings, the indirect one among them. */
 void vbblk_vq_notify_rings(struct vbblk_vq *vq, unsigned int rings)
 {
-	if (rings & VBBLK_KICK_DIRECT) {
-		vbblk_stat_inc(vq->vblk, VBBLK_STAT_NOTIFIES);
-		trace_vbblk_notify(vq);
-		virtqueue_notify(vq->vq);
-	}
-	if (rings & VBBLK_KICK_BIG) {
-		vbblk_stat_inc(vq->vblk, VBBLK_STAT_NOTIFIES);
-		trace_vbblk_notify(vq);
-		virtqueue_notify(vq->big);
-	}
+	if (rings & VBBLK_KICK_DIRECT)
+		vbblk_vq_notify_one(vq, false);
+	if (rings & VBBLK_KICK_BIG)
+		vbblk_vq_notify_one(vq, true);
 }
 
 /* Both halves, for callers that do not hold the lock. */

@@ -83,6 +83,18 @@ static __always_inline int vbblk_vq_add_sgs(struct vbblk_vq *vq,
 void vbblk_vq_notify_rings(struct vbblk_vq *vq, unsigned int rings);
 
 /*
+ * Notify @vq's direct ring, or its indirect one if @big, counted and
+ * traced (the ring is read last: nothing waits for it meanwhile).
+ */
+static __always_inline void vbblk_vq_notify_one(struct vbblk_vq *vq,
+						bool big)
+{
+	vbblk_stat_inc(vq->vblk, VBBLK_STAT_NOTIFIES);
+	trace_vbblk_notify(vq);
+	virtqueue_notify(big ? vq->big : vq->vq);
+}
+
+/*
  * Second half of a kick, with what vbblk_vq_kick_prepare() returned;
  * called without vq->lock. Inline: at QD1 every command notifies, and a
  * call of its own was a frame per I/O. A pair's indirect ring is rarely
@@ -95,11 +107,8 @@ static __always_inline void vbblk_vq_notify(struct vbblk_vq *vq,
 		vbblk_vq_notify_rings(vq, rings);
 		return;
 	}
-	if (rings & VBBLK_KICK_DIRECT) {
-		vbblk_stat_inc(vq->vblk, VBBLK_STAT_NOTIFIES);
-		trace_vbblk_notify(vq);
-		virtqueue_notify(vq->vq);
-	}
+	if (rings & VBBLK_KICK_DIRECT)
+		vbblk_vq_notify_one(vq, false);
 }
 
 /*
