@@ -560,6 +560,14 @@ static __always_inline bool vbblk_ucmd_set_sg(struct vbblk_ucmd *uc,
 	bool ok = true;
 	unsigned int i;
 
+	/*
+	 * One page, as most small I/O is: one entry, with no loop (as
+	 * nvme's simple mappings). All @bytes fit in it.
+	 */
+	if (cnt == 1) {
+		vbblk_sg_set(&uc->sg[first], uc->pages[first], bytes, off, end);
+		return !((off | bytes) & align);
+	}
 	for (i = first; i < first + cnt; i++) {
 		unsigned int len = min_t(size_t, bytes, PAGE_SIZE - off);
 
@@ -659,15 +667,6 @@ static __always_inline int vbblk_ucmd_user_pages(struct vbblk_ucmd *uc,
 		return got < 0 && got != -EOVERFLOW ? got : -EFAULT;
 	}
 	uc->nr_pages = nr;
-	/*
-	 * One page, as most small I/O is: one entry, with no loop (as
-	 * nvme's simple mappings).
-	 */
-	if (nr == 1) {
-		vbblk_sg_set(uc->sg, uc->pages[0], len, offset_in_page(addr),
-			     true);
-		return 0;
-	}
 	/* Alignment checked above, before taking the pages: 0 here. */
 	vbblk_ucmd_set_sg(uc, 0, nr, offset_in_page(addr), len, 0, true);
 	return 0;
