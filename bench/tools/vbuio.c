@@ -25,7 +25,9 @@
  *     (PATH fd:N uses the inherited descriptor N)
  *     (and "id=..." and "idhex=" (all 20 bytes) for GET_ID); keys: op (read write flush discard
  *     wzeroes getid, or a number), sector, len, nr, flags, ioprio, rsvd,
- *     cmdop, fixed=1, vec=1, sqe64=1 (a ring without SQE128), cpu=N (run
+ *     cmdop, fixed=1, vec=1, sqe64=1 (a ring without SQE128), poll=1 (an
+ *     IOPOLL ring), n=COUNT (the command COUNT times on the ring, one after
+ *     another: every result must be the first's), cpu=N (run
  *     there), and
  *     addr=buf|null|bad|kernel|wrap|unaligned|ro|hole (ro: a read-only
  *     mapping; hole: only the buffer's first page is mapped; wrap: the
@@ -458,9 +460,9 @@ static int run_cmd(int argc, char **argv)
 	struct iovec iov[2];
 	bool sqe64 = kvnum(argc, argv, "sqe64", 0);
 	size_t buflen = 1 << 20;
-	unsigned int i;
+	unsigned int i, n, count;
 	char *buf;
-	int fd, ret;
+	int fd, ret, first = 0;
 
 	if (!opname) {
 		fprintf(stderr, "vbuio cmd: op= is needed\n");
@@ -529,6 +531,8 @@ static int run_cmd(int argc, char **argv)
 
 	if (!sqe64)
 		p.flags |= IORING_SETUP_SQE128;
+	if (kvnum(argc, argv, "poll", 0))
+		p.flags |= IORING_SETUP_IOPOLL;
 	ret = io_uring_queue_init_params(4, &ring, &p);
 	if (ret)
 		die("io_uring_queue_init", -ret);
@@ -539,21 +543,34 @@ static int run_cmd(int argc, char **argv)
 		if (ret)
 			die("io_uring_register_buffers", -ret);
 	}
-	sqe = io_uring_get_sqe(&ring);
-	memset(sqe, 0, sqe64 ? sizeof(*sqe) : 2 * sizeof(*sqe));
-	sqe->opcode = IORING_OP_URING_CMD;
-	sqe->fd = fd;
-	sqe->cmd_op = kvnum(argc, argv, "cmdop", VBBLK_URING_CMD_IO);
-	if (kvnum(argc, argv, "fixed", 0))
-		sqe->uring_cmd_flags = IORING_URING_CMD_FIXED;
-	/* A 64-byte SQE has room for the first 16 bytes only. */
-	memcpy(sqe->cmd, &c, sqe64 ? 16 : sizeof(c));
-	ret = io_uring_submit_and_wait(&ring, 1);
-	if (ret < 0)
-		die("io_uring_submit_and_wait", -ret);
-	ret = io_uring_peek_cqe(&ring, &cqe);
-	if (ret)
-		die("io_uring_peek_cqe", -ret);
+	count = kvnum(argc, argv, "n", 1);
+	for (n = 0; n < count; n++) {
+		sqe = io_uring_get_sqe(&ring);
+		memset(sqe, 0, sqe64 ? sizeof(*sqe) : 2 * sizeof(*sqe));
+		sqe->opcode = IORING_OP_URING_CMD;
+		sqe->fd = fd;
+		sqe->cmd_op = kvnum(argc, argv, "cmdop", VBBLK_URING_CMD_IO);
+		if (kvnum(argc, argv, "fixed", 0))
+			sqe->uring_cmd_flags = IORING_URING_CMD_FIXED;
+		/* A 64-byte SQE has room for the first 16 bytes only. */
+		memcpy(sqe->cmd, &c, sqe64 ? 16 : sizeof(c));
+		ret = io_uring_submit_and_wait(&ring, 1);
+		if (ret < 0)
+			die("io_uring_submit_and_wait", -ret);
+		ret = io_uring_peek_cqe(&ring, &cqe);
+		if (ret)
+			die("io_uring_peek_cqe", -ret);
+		if (!n)
+			first = cqe->res;
+		else if (cqe->res != first)
+			break;
+		if (n + 1 < count)
+			io_uring_cqe_seen(&ring, cqe);
+	}
+	if (n < count) {
+		printf("res=%d\nres%u=%d\n", first, n, cqe->res);
+		return 1;
+	}
 	printf("res=%d\n", cqe->res);
 	if (c.opcode == VBBLK_OP_GET_ID && cqe->res > 0) {
 		printf("id=%.*s\nidhex=", VBBLK_ID_BYTES, buf);
