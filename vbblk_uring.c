@@ -1016,6 +1016,23 @@ static noinline struct vbblk_ucmd *vbblk_ucmd_wait(struct vbblk_uring_vq *uvq,
 }
 
 /*
+ * A command that succeeds without reaching the device. On an IOPOLL ring
+ * it may not return its result: 6.1's io_issue_sqe() would both post it
+ * and queue it for polling, on one list node (a CPU then spins for ever in
+ * io_do_iopoll()). Done at once and queued, it is found done there.
+ */
+static noinline int vbblk_uring_end_now(struct io_uring_cmd *ioucmd,
+					unsigned int issue_flags)
+{
+	if (!(issue_flags & IO_URING_F_IOPOLL))
+		return 0;
+	/* Never ours to poll: the PDU holds what its last user left. */
+	vbblk_pdu(ioucmd)->polled = false;
+	vbblk_uring_cmd_done(ioucmd, 0, issue_flags);
+	return -EIOCBQUEUED;
+}
+
+/*
  * A command, once its SQE is read: @c is a parameter, not a local, as a
  * local the kernel's zeroing of the stack would write it on every command.
  * @gated: the caller passed the gate already (the plain command's copy,
@@ -1056,8 +1073,9 @@ static __always_inline int vbblk_uring_submit(struct io_uring_cmd *ioucmd,
 	}
 	if (c.opcode == VBBLK_OP_FLUSH && !vblk->has_flush) {
 		/* No volatile cache: nothing to make durable. */
-		err = 0;
-		goto out_put;
+		if (gated)
+			percpu_ref_put(&ur->ref);
+		return vbblk_uring_end_now(ioucmd, issue_flags);
 	}
 
 	/* GET_ID copies out in the submitter's task: never polled. */

@@ -91,6 +91,15 @@ def _uring_fullring():
     return [Disk('full1', '32M', serial='FULL-1', props={'queue-size': 16})]
 
 
+@test('uring_nocache', timeout=240, vbblk_only=True)
+def _uring_nocache():
+    """passthrough FLUSH on a device without a volatile cache: 0 at once on a plain ring and
+    on an IOPOLL ring, with poll_queues 0 and 1, 64 in a row and between polled reads (6.1
+    spun for ever in io_do_iopoll: the FLUSH answered inline was both posted and polled)"""
+    return [Disk('nc1', '16M', serial='NC-1',
+                 props={'num-queues': 2, 'write-cache': 'off', 'config-wce': 'off'})]
+
+
 def _example_pattern(sector, kib):
     """What examples/vbblk-uring.c writes at sector: 64-byte text lines."""
     out = []
