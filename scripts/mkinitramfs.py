@@ -4,7 +4,7 @@
 Contents: busybox-static (+ applet links), fio (its rbd, gluster, nbd, pmem
 and RDMA engines' libraries replaced by stand-ins: scripts/stublibs.py), e2fsprogs, util-linux
 blkdiscard/blockdev/fallocate, kmod (modprobe/insmod/rmmod/lsmod/modinfo),
-sg3-utils, vbtool, sgfuzz, pcrec, vbmark and vbuio (static, from tests/tools/ and bench/tools/),
+sg3-utils, vbtool, sgfuzz, pcrec, vbmark, vbuio and vbexer (static, from tests/tools/ and bench/tools/),
 the guest kernel's virtio,
 ext4, 9p and null_blk modules (+ depmod data), vbblk.ko (if present) and the
 test-only modules given with --test-ko (tests/kmod) in /lib/modules/<ver>/extra,
@@ -200,6 +200,11 @@ def main():
     run(['gcc', '-static', '-O2', '-Wall', '-Wextra', '-Werror',
          '-I' + os.path.join(REPO, 'include/uapi'), '-o',
          os.path.join(stage, 'usr/bin/vbuio'), os.path.join(REPO, 'bench/tools/vbuio.c'),
+         '-luring'])
+    # vbexer: the model-checked exerciser (tests/groups/uring/exercise.sh)
+    run(['gcc', '-static', '-O2', '-Wall', '-Wextra', '-Werror',
+         '-I' + os.path.join(REPO, 'include/uapi'), '-o',
+         os.path.join(stage, 'usr/bin/vbexer'), os.path.join(REPO, 'tests/tools/vbexer.c'),
          '-luring'])
     # vbblk-uring: the passthrough example (examples/; the uring_example test)
     run(['gcc', '-static', '-O2', '-Wall', '-Wextra', '-Werror',

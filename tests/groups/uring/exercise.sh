@@ -1,0 +1,22 @@
+#!/bin/sh
+# The exerciser (tests/tools/vbexer.c): operations drawn from a seed over
+# the node, the block device and events from a second process, each result
+# checked against a model. The host drew this boot's device shape and the
+# module's parameters from the same seed (tests/groups/uring/cases.py) and
+# left them in /host/exer.env. A failure prints the seed, the operation and,
+# for one that does not stall the kernel, a shrunk list of operations.
+. /tests/lib.sh
+[ "$DRIVER" = vbblk ] || skip "vbblk only"
+. /host/exer.env
+log "seed $EXER_SEED; device: $EXER_SHAPE; parameters: $EXER_PARAMS"
+drv_load $EXER_PARAMS
+d=$(disk_by_serial EXER-1)
+log "$d: cache_type $(cat /sys/block/$d/cache_type)," \
+	"lbs $(cat /sys/block/$d/queue/logical_block_size)," \
+	"ro $(cat /sys/block/$d/ro), poll $(cat /sys/block/$d/queue/io_poll)," \
+	"discard $(cat /sys/block/$d/queue/discard_max_hw_bytes)," \
+	"wzeroes $(cat /sys/block/$d/queue/write_zeroes_max_bytes)"
+vbexer -s "$EXER_SEED" -n "$EXER_OPS" -t "$((EXER_SECS * VBSCALE))" \
+	-w "$((60 * VBSCALE))" -E "$EXER_EVENTS" $EXER_FLAGS "$d" ||
+	fail "the exerciser found a result the model does not allow (above)"
+log "ok"

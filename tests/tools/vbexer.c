@@ -1,0 +1,2032 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * vbexer - draws random operations over what a user reaches of one vbblk
+ * disk, and checks every result against a model, in the manner of fsx:
+ *
+ *   - the passthrough node /dev/vbblk/<disk>: every opcode, valid and with
+ *     one fault each (a field, a flag, an alignment, a range, a buffer: bad,
+ *     unaligned, read-only, half-mapped, registered, vectored, file-backed),
+ *     on rings of drawn flags (IOPOLL, SQPOLL, SINGLE_ISSUER, DEFER_TASKRUN,
+ *     COOP_TASKRUN, SQE128 or not), with IOSQE_ASYNC, IO_DRAIN, IO_LINK
+ *     chains, cancels and timeouts, from one or two rings at once;
+ *   - the block device: O_DIRECT reads and writes through the rings (NOWAIT,
+ *     DSYNC) and by system call, buffered writes and reads, fdatasync, the
+ *     discard, zero-out, flush and size ioctls;
+ *   - events from a second process: cache_type flips, suspend
+ *     (pm_test=devices), a fork that exits with the rings in flight, a
+ *     ring closed with reads in flight.
+ *
+ * The model: one completion per submission, each result one the uAPI
+ * documents for that case, every byte read equal to the model of the disk
+ * (a region written by one process; sectors of unknown content, after a
+ * discard or a failed write, are not checked), and no operation or event
+ * outliving a stall bound. The operations are a function of the seed alone;
+ * -k replays a subset of them, -S shrinks a failure to a short list.
+ *
+ *   vbexer [options] vdX
+ *     -s SEED   seed (default: from the clock; printed)
+ *     -n N      operations (default 20000)       -t SECS  at most (0: none)
+ *     -k LIST   issue only these operations: "3,17,40-45" or @FILE
+ *     -S        on a failure, shrink it to a short list and print it
+ *     -P        a partner process on the second half of the disk
+ *     -E LIST   events: cache,suspend,fork,close (default cache,fork,close)
+ *     -w SECS   stall bound (default 60)        -v  print each operation
+ *
+ * Exit: 0 all results as modelled, 1 a failure (seed and list printed),
+ * 2 bad usage or setup.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <liburing.h>
+#include <linux/fs.h>
+#include <linux/ioprio.h>
+#include <linux/vbblk.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef IORING_SETUP_COOP_TASKRUN
+#define IORING_SETUP_COOP_TASKRUN	(1U << 8)
+#endif
+#ifndef IOPRIO_PRIO_VALUE
+#define IOPRIO_PRIO_VALUE(c, d)	(((c) << 13) | (d))
+#endif
+
+#define MAX_RINGS	2
+#define MAX_SLOTS	64
+#define SLOT_BYTES	(256 << 10)
+#define SLOT_SPAN	(SLOT_BYTES + 8192)	/* room to misalign */
+#define MAX_RES		4
+#define LOG_ENTRIES	64
+#define MAX_CHAIN	3
+
+/* ---- the random source: the operations are a function of it alone ---- */
+
+static uint64_t rng_state;
+
+static uint64_t rnd64(void)
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static uint32_t rnd(uint32_t n)
+{
+	return n ? (uint32_t)(rnd64() % n) : 0;
+}
+
+static bool chance(unsigned int pct)
+{
+	return rnd(100) < pct;
+}
+
+/* ---- the disk, as sysfs describes it ---- */
+
+struct disk {
+	char name[32];
+	char serial[VBBLK_ID_BYTES + 1];
+	uint64_t bytes;			/* whole disk */
+	uint32_t lbs;
+	uint64_t max_bytes;		/* max_hw_sectors_kb */
+	uint32_t max_segs;
+	uint32_t dma_align;		/* mask */
+	uint64_t max_discard;		/* sectors, 0: none */
+	uint64_t max_wz;		/* sectors, 0: none */
+	bool ro;
+	bool wcache;
+	bool nfd_rw;			/* the node opened for writing */
+	int nfd, nfd_ro;		/* the node, read-write and read-only */
+	int bfd, bfd_buf;		/* the block device: O_DIRECT, buffered */
+};
+
+static struct disk d;
+static uint64_t reg_lo, reg_hi;	/* our region of the disk, bytes */
+static uint8_t *model;		/* its content */
+static uint8_t *known;		/* per 512-byte sector: content known */
+
+/* ---- options and counts ---- */
+
+static struct {
+	uint64_t seed;
+	uint64_t nops;
+	unsigned int secs;
+	unsigned int stall;
+	bool verbose, shrink, partner;
+	bool ev_cache, ev_suspend, ev_fork, ev_close;
+	char *keep;			/* -k, as given */
+	const char *argv0;
+} o = { .nops = 20000, .stall = 60 };
+
+static uint8_t *keep_set;		/* -k: ops to issue, by index */
+
+struct counts {
+	uint64_t ops, node, block, events, rings, failures, skipped;
+	uint64_t first_fail;		/* op index of the first failure */
+	uint32_t combos[1024];		/* bitmap of (kind, ring flags, fault) */
+};
+
+/*
+ * What the supervisor sees of the worker: progress for the stall bound,
+ * and the last operations, for a report if it stops.
+ */
+struct shared {
+	volatile uint64_t beat;		/* bumps on every issue and end */
+	volatile uint64_t cur;		/* op being issued */
+	volatile int done;
+	struct counts c;
+	char log[LOG_ENTRIES][160];
+	volatile uint64_t nlog;
+	volatile uint64_t event_req, event_done;
+	volatile int event_kind;
+	volatile int event_rc;
+};
+
+static struct shared *sh;
+
+static void logop(const char *fmt, ...)
+{
+	char *e = sh->log[sh->nlog % LOG_ENTRIES];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(e, sizeof(sh->log[0]), fmt, ap);
+	va_end(ap);
+	sh->nlog++;
+	if (o.verbose)
+		printf("op %s\n", e);
+}
+
+static void failf(uint64_t idx, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!sh->c.failures)
+		sh->c.first_fail = idx;
+	sh->c.failures++;
+	printf("exerciser: FAIL at op %" PRIu64 ": ", idx);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+}
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "vbexer: %s: %s\n", what, strerror(err));
+	exit(2);
+}
+
+/* ---- operations ---- */
+
+enum kind {
+	K_NREAD, K_NWRITE, K_NFLUSH, K_NDISCARD, K_NWZ, K_NGETID,
+	K_BREAD, K_BWRITE,		/* block device, through a ring */
+	K_NOP, K_TIMEOUT, K_CANCEL,
+	K_CHAIN,			/* 2-3 linked ring operations */
+	K_PREAD, K_PWRITE, K_BUFWRITE, K_BUFREAD, K_BDISCARD, K_BZEROOUT,
+	K_FSYNC, K_INFO,		/* block device, system calls */
+	K_RING,				/* a new ring configuration */
+	K_EVCACHE, K_EVSUSPEND, K_EVFORK, K_DRAIN,
+	K_NKINDS
+};
+
+static const char *const kname[K_NKINDS] = {
+	"nread", "nwrite", "nflush", "ndiscard", "nwzeroes", "ngetid",
+	"bread", "bwrite", "nop", "timeout", "cancel", "chain",
+	"pread", "pwrite", "bufwrite", "bufread", "blkdiscard", "blkzeroout",
+	"fdatasync", "info", "ring", "ev-cache", "ev-suspend", "ev-fork",
+	"drain",
+};
+
+/* One fault at most per command, so that its errno is the one expected. */
+enum fault {
+	F_NONE, F_OPCODE, F_RSVD, F_CMDOP, F_FLAGS, F_FIELD, F_IOPRIO,
+	F_ZERO, F_LBS, F_TOOBIG, F_RANGE, F_BADADDR, F_NULLADDR, F_UNALIGNED,
+	F_ROMAP, F_HOLE, F_RODESC, F_NFAULTS
+};
+
+static const char *const fname[F_NFAULTS] = {
+	"", "opcode", "rsvd", "cmdop", "flags", "field", "ioprio", "zero",
+	"lbs", "toobig", "range", "badaddr", "null", "unaligned", "romap",
+	"hole", "rodesc",
+};
+
+enum buf { B_PLAIN, B_FIXED, B_VEC, B_NBUF };
+
+struct op {
+	uint64_t idx;
+	uint8_t kind, fault, buf, ring;
+	uint8_t sqflags;		/* IOSQE_ASYNC, IOSQE_IO_DRAIN */
+	uint8_t rwflags;		/* 1 NOWAIT, 2 DSYNC */
+	uint8_t misc;
+	uint16_t ioprio;
+	uint64_t off;			/* bytes, from reg_lo */
+	uint32_t len;
+	uint32_t nr;			/* sectors, discard and write zeroes */
+	uint64_t aux;
+	int nsub;
+	struct op *sub;			/* K_CHAIN */
+};
+
+/* ---- rings ---- */
+
+struct slot {
+	bool busy;
+	uint64_t idx, ud;
+	uint8_t kind, fault;
+	uint64_t off;			/* bytes, disk-absolute */
+	uint32_t len;
+	bool writes, reads;		/* changes / reads the region */
+	int nres;
+	int res[MAX_RES];		/* what the result may be */
+	bool canceled_ok;
+	uint8_t *buf;			/* data (within the slot's area) */
+	struct iovec iov[4];
+	struct __kernel_timespec ts;
+	char id[VBBLK_ID_BYTES];
+	struct vbblk_uring_cmd cmd;	/* as sent, for a report */
+	uint8_t sqe_flags, cmd_flags;
+};
+
+struct ring {
+	bool open;
+	struct io_uring r;
+	unsigned int flags;
+	bool sqe128, fixed_ok, filebacked;
+	unsigned int depth, inflight, pending;
+	unsigned int batch;
+	uint8_t *pool;
+	size_t poolsz;
+	struct slot s[MAX_SLOTS];
+};
+
+static struct ring rings[MAX_RINGS];
+static unsigned int nrings = 1;
+static uint8_t *romap, *hole;		/* a read-only and a half-mapped area */
+static uint64_t ud_seq = 1;
+
+static void combo(uint8_t kind, unsigned int flags, uint8_t fault)
+{
+	unsigned int k = (kind * 31 + fault * 7 + (flags >> 8) * 131 +
+			  (flags & 0xff)) % (sizeof(sh->c.combos) * 8);
+
+	sh->c.combos[k / 32] |= 1U << (k % 32);
+}
+
+static unsigned int combos_seen(const struct counts *c)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < sizeof(c->combos) / 4; i++)
+		n += __builtin_popcount(c->combos[i]);
+	return n;
+}
+
+static void ring_slots_free(struct ring *r)
+{
+	unsigned int i;
+
+	if (!r->pool)
+		return;
+	/*
+	 * A read still in flight keeps its pages pinned and may land after
+	 * the close: the pool is unmapped, never reused.
+	 */
+	munmap(r->pool, r->poolsz);
+	r->pool = NULL;
+	for (i = 0; i < MAX_SLOTS; i++)
+		r->s[i].busy = false;
+}
+
+static uint8_t *slot_area(struct ring *r, unsigned int i)
+{
+	return r->pool + (size_t)i * SLOT_SPAN;
+}
+
+/* A ring of flags drawn by the caller; false if the kernel refuses them. */
+static int ring_open(struct ring *r, unsigned int flags, unsigned int depth,
+		     bool filebacked)
+{
+	struct io_uring_params p = { 0 };
+	struct iovec iov[MAX_SLOTS];
+	unsigned int i;
+	int ret;
+
+	p.flags = flags;
+	if (flags & IORING_SETUP_SQPOLL)
+		p.sq_thread_idle = 50;
+	ret = io_uring_queue_init_params(depth, &r->r, &p);
+	if (ret)
+		return ret;
+	r->open = true;
+	r->flags = flags;
+	r->sqe128 = flags & IORING_SETUP_SQE128;
+	r->depth = depth < MAX_SLOTS ? depth : MAX_SLOTS;
+	r->inflight = r->pending = 0;
+	r->poolsz = (size_t)r->depth * SLOT_SPAN;
+	r->filebacked = filebacked;
+	if (filebacked) {
+		int fd = memfd_create("vbexer", 0);
+
+		if (fd < 0 || ftruncate(fd, r->poolsz))
+			die("memfd", errno);
+		r->pool = mmap(NULL, r->poolsz, PROT_READ | PROT_WRITE,
+			       MAP_SHARED, fd, 0);
+		close(fd);
+	} else {
+		r->pool = mmap(NULL, r->poolsz, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	}
+	if (r->pool == MAP_FAILED)
+		die("mmap", errno);
+	for (i = 0; i < r->depth; i++) {
+		iov[i].iov_base = slot_area(r, i);
+		iov[i].iov_len = SLOT_SPAN;
+	}
+	/* Registered buffers: a memfd's are refused by some kernels. */
+	r->fixed_ok = io_uring_register_buffers(&r->r, iov, r->depth) == 0;
+	return 0;
+}
+
+static int ring_free_slot(struct ring *r)
+{
+	unsigned int i;
+
+	for (i = 0; i < r->depth; i++)
+		if (!r->s[i].busy)
+			return i;
+	return -1;
+}
+
+/* ---- the model ---- */
+
+static void model_set(uint64_t off, const uint8_t *buf, uint32_t len)
+{
+	memcpy(model + off - reg_lo, buf, len);
+	memset(known + (off - reg_lo) / 512, 1, len / 512);
+}
+
+static void model_zero(uint64_t off, uint64_t len)
+{
+	memset(model + off - reg_lo, 0, len);
+	memset(known + (off - reg_lo) / 512, 1, len / 512);
+}
+
+static void model_forget(uint64_t off, uint64_t len)
+{
+	memset(known + (off - reg_lo) / 512, 0, len / 512);
+}
+
+/* The read's bytes against the model, where the model knows them. */
+static bool model_check(uint64_t idx, uint64_t off, const uint8_t *buf,
+			uint32_t len)
+{
+	uint32_t i;
+
+	for (i = 0; i < len; i += 512) {
+		const uint8_t *m = model + off - reg_lo + i;
+
+		if (!known[(off - reg_lo + i) / 512] || !memcmp(m, buf + i, 512))
+			continue;
+		failf(idx, "data at byte %" PRIu64 " differs from the model "
+		      "(read %02x%02x%02x%02x, model %02x%02x%02x%02x)",
+		      off + i, buf[i], buf[i + 1], buf[i + 2], buf[i + 3],
+		      m[0], m[1], m[2], m[3]);
+		return false;
+	}
+	return true;
+}
+
+static void fill(uint8_t *buf, uint32_t len, uint64_t idx)
+{
+	uint64_t x = idx * 0x2545f4914f6cdd1dULL + o.seed;
+	uint32_t i;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		memcpy(buf + i, &x, 8);
+	}
+}
+
+/* ---- in flight: no overlapping write with anything ---- */
+
+static bool overlaps(uint64_t a, uint32_t al, uint64_t b, uint32_t bl)
+{
+	return a < b + bl && b < a + al;
+}
+
+static bool conflict(uint64_t off, uint32_t len, bool writes)
+{
+	unsigned int ri, i;
+
+	for (ri = 0; ri < nrings; ri++) {
+		struct ring *r = &rings[ri];
+
+		if (!r->open)
+			continue;
+		for (i = 0; i < r->depth; i++) {
+			struct slot *s = &r->s[i];
+
+			if (!s->busy || !(s->writes || (writes && s->reads)))
+				continue;
+			if (overlaps(off, len, s->off, s->len))
+				return true;
+		}
+	}
+	return false;
+}
+
+static bool res_ok(const struct slot *s, int res)
+{
+	int i;
+
+	for (i = 0; i < s->nres; i++)
+		if (s->res[i] == res)
+			return true;
+	return s->canceled_ok && res == -ECANCELED;
+}
+
+static void res_str(const struct slot *s, char *out, size_t n)
+{
+	int i, k = 0;
+
+	for (i = 0; i < s->nres; i++)
+		k += snprintf(out + k, n - k, "%s%d", i ? "|" : "", s->res[i]);
+	if (s->canceled_ok)
+		snprintf(out + k, n - k, "|%d", -ECANCELED);
+}
+
+static bool node_writes(uint8_t kind)
+{
+	return kind == K_NWRITE || kind == K_NDISCARD || kind == K_NWZ;
+}
+
+static void end_slot(struct ring *r, struct slot *s, int res)
+{
+	char want[64];
+
+	if (!res_ok(s, res)) {
+		res_str(s, want, sizeof(want));
+		failf(s->idx, "%s%s%s res=%d, the model says %s (ring flags 0x%x; "
+		      "sqe flags 0x%x%s; cmd op %u flags 0x%x ioprio 0x%x sector %llu "
+		      "addr 0x%llx len %u nr %u)",
+		      kname[s->kind], s->fault ? " fault=" : "", fname[s->fault],
+		      res, want, r->flags, s->sqe_flags,
+		      s->cmd_flags ? " fixed" : "", s->cmd.opcode, s->cmd.flags,
+		      s->cmd.ioprio, (unsigned long long)s->cmd.sector,
+		      (unsigned long long)s->cmd.addr, s->cmd.len,
+		      s->cmd.nr_sectors);
+		if (s->cmd.flags & VBBLK_F_VEC)
+			printf("  iov %p+%zu %p+%zu (buf %p, slot %ld)\n",
+			       s->iov[0].iov_base, s->iov[0].iov_len,
+			       s->iov[1].iov_base, s->iov[1].iov_len, s->buf,
+			       (long)(s - r->s));
+		/* a write that may have happened, or not */
+		if (s->writes || node_writes(s->kind) || s->kind == K_BWRITE)
+			model_forget(s->off, s->len);
+		goto out;
+	} else if (res > 0 && res != (int)s->len && s->kind != K_NGETID) {
+		failf(s->idx, "%s moved %d of %u bytes", kname[s->kind], res,
+		      s->len);
+	}
+	if (res >= 0) {
+		switch (s->kind) {
+		case K_NREAD:
+		case K_BREAD:
+			model_check(s->idx, s->off, s->buf, s->len);
+			break;
+		case K_NWRITE:
+		case K_BWRITE:
+			model_set(s->off, s->buf, s->len);
+			break;
+		case K_NDISCARD:
+			model_forget(s->off, s->len);
+			break;
+		case K_NWZ:
+			model_zero(s->off, s->len);
+			break;
+		case K_NGETID:
+			if (memcmp(s->id, d.serial, VBBLK_ID_BYTES))
+				failf(s->idx, "GET_ID gave '%.20s', sysfs says '%s'",
+				      s->id, d.serial);
+			break;
+		}
+	}
+out:
+	s->busy = false;
+	r->inflight--;
+	sh->beat++;
+}
+
+static void reap_one(struct ring *r, struct io_uring_cqe *cqe)
+{
+	uint64_t ud = cqe->user_data;
+	unsigned int i = ud & 0xff;
+	struct slot *s = i < r->depth ? &r->s[i] : NULL;
+
+	if (!s || !s->busy || s->ud != ud) {
+		failf(ud >> 8, "a completion (user_data 0x%" PRIx64 ", res %d) for "
+		      "no command in flight: a second CQE, or a stray one", ud,
+		      cqe->res);
+		return;
+	}
+	end_slot(r, s, cqe->res);
+}
+
+static void ring_submit(struct ring *r)
+{
+	int ret;
+
+	if (!r->pending)
+		return;
+	ret = io_uring_submit(&r->r);
+	if (ret < 0)
+		die("io_uring_submit", -ret);
+	r->pending = 0;
+}
+
+/* Take what has completed; wait for one if @wait, within the stall bound. */
+static void ring_reap(struct ring *r, bool wait)
+{
+	struct io_uring_cqe *cqe;
+	unsigned int head, n = 0;
+
+	ring_submit(r);
+	if (!r->inflight)
+		return;
+	/* DEFER_TASKRUN and IOPOLL complete only when we enter. */
+	if (r->flags & (IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_IOPOLL))
+		io_uring_get_events(&r->r);
+	io_uring_for_each_cqe(&r->r, head, cqe) {
+		reap_one(r, cqe);
+		n++;
+	}
+	io_uring_cq_advance(&r->r, n);
+	if (n || !wait)
+		return;
+	for (;;) {
+		struct __kernel_timespec ts = { .tv_sec = 1 };
+		int ret = io_uring_wait_cqe_timeout(&r->r, &cqe, &ts);
+
+		if (ret == -ETIME || ret == -EINTR)
+			continue;	/* the supervisor watches the time */
+		if (ret < 0)
+			die("io_uring_wait_cqe", -ret);
+		reap_one(r, cqe);
+		io_uring_cqe_seen(&r->r, cqe);
+		return;
+	}
+}
+
+static void reap_all(bool wait)
+{
+	unsigned int i;
+
+	for (i = 0; i < nrings; i++)
+		if (rings[i].open)
+			ring_reap(&rings[i], wait);
+}
+
+static void ring_drain(struct ring *r)
+{
+	while (r->open && (r->inflight || r->pending))
+		ring_reap(r, true);
+}
+
+static void drain_all(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < nrings; i++)
+		ring_drain(&rings[i]);
+}
+
+/* Wait until nothing in flight conflicts with [off, off+len). */
+static void wait_clear(uint64_t off, uint32_t len, bool writes)
+{
+	unsigned int ri = 0;
+
+	while (conflict(off, len, writes)) {
+		reap_all(false);
+		if (!conflict(off, len, writes))
+			break;
+		if (rings[ri].open && rings[ri].inflight)
+			ring_reap(&rings[ri], true);
+		ri = (ri + 1) % nrings;
+	}
+}
+
+/* ---- drawing ---- */
+
+static uint32_t lbs_units(uint32_t max)
+{
+	uint32_t n = max / d.lbs;
+
+	return d.lbs * (1 + rnd(n ? n : 1));
+}
+
+/* A transfer size: mostly small, sometimes up to the limit. */
+static uint32_t draw_len(void)
+{
+	uint32_t cap = d.max_bytes < SLOT_BYTES ? (uint32_t)d.max_bytes : SLOT_BYTES;
+	/* a page per 4 KiB, plus one for an unaligned start */
+	uint32_t segcap = (d.max_segs > 2 ? d.max_segs - 2 : 1) * 4096;
+
+	if (segcap < cap)
+		cap = segcap;
+	switch (rnd(4)) {
+	case 0:
+		return d.lbs;
+	case 1:
+		return lbs_units(16384 < cap ? 16384 : cap);
+	case 2:
+		return lbs_units(65536 < cap ? 65536 : cap);
+	default:
+		return lbs_units(cap);
+	}
+}
+
+static uint64_t draw_off(uint32_t len)
+{
+	uint64_t span = reg_hi - reg_lo;
+	uint64_t n = (span - len) / d.lbs;
+
+	/* Half the time near the region's start: more overlap. */
+	if (chance(50) && n > 64)
+		n = 64;
+	return (rnd64() % (n + 1)) * d.lbs;
+}
+
+static uint8_t draw_fault(uint8_t kind)
+{
+	static const uint8_t rw[] = { F_OPCODE, F_RSVD, F_CMDOP, F_FLAGS,
+		F_FIELD, F_IOPRIO, F_ZERO, F_LBS, F_TOOBIG, F_RANGE, F_BADADDR,
+		F_NULLADDR, F_UNALIGNED, F_ROMAP, F_HOLE, F_RODESC };
+	static const uint8_t rng[] = { F_FIELD, F_FLAGS, F_ZERO, F_LBS,
+		F_RANGE, F_RODESC, F_IOPRIO };
+
+	if (!chance(15))
+		return F_NONE;
+	switch (kind) {
+	case K_NREAD:
+	case K_NWRITE:
+		return rw[rnd(sizeof(rw))];
+	case K_NDISCARD:
+	case K_NWZ:
+		return rng[rnd(sizeof(rng))];
+	case K_NFLUSH:
+	case K_NGETID:
+		return chance(50) ? F_FIELD : F_RSVD;
+	case K_BREAD:
+	case K_BWRITE:
+		return chance(50) ? F_UNALIGNED : F_LBS;
+	}
+	return F_NONE;
+}
+
+static void draw_ring_op(struct op *op, bool in_chain)
+{
+	static const uint8_t kinds[] = {
+		K_NREAD, K_NREAD, K_NREAD, K_NWRITE, K_NWRITE, K_NWRITE,
+		K_NFLUSH, K_NFLUSH, K_NDISCARD, K_NWZ, K_NGETID,
+		K_BREAD, K_BREAD, K_BWRITE, K_BWRITE, K_NOP, K_TIMEOUT,
+		K_CANCEL,
+	};
+
+	op->kind = kinds[rnd(in_chain ? sizeof(kinds) - 3 : sizeof(kinds))];
+	op->ring = rnd(MAX_RINGS);
+	op->buf = rnd(B_NBUF);
+	op->fault = draw_fault(op->kind);
+	op->sqflags = (chance(15) ? IOSQE_ASYNC : 0) |
+		      (chance(3) ? IOSQE_IO_DRAIN : 0);
+	op->rwflags = (chance(15) ? 1 : 0) | (chance(15) ? 2 : 0);
+	op->ioprio = chance(10) ? IOPRIO_PRIO_VALUE(1 + rnd(3), rnd(8)) : 0;
+	op->misc = rnd(256);
+	op->aux = rnd64();
+	switch (op->kind) {
+	case K_NDISCARD:
+	case K_NWZ: {
+		uint64_t lim = op->kind == K_NDISCARD ? d.max_discard : d.max_wz;
+		uint32_t bytes;
+
+		if (!lim)
+			lim = 2048;
+		bytes = lbs_units((lim * 512 < SLOT_BYTES * 4 ?
+				   lim * 512 : SLOT_BYTES * 4));
+		op->len = bytes;
+		op->nr = bytes / 512;
+		op->off = draw_off(bytes);
+		break;
+	}
+	default:
+		op->len = draw_len();
+		/* a half-mapped buffer: at least one block past the hole */
+		if (op->fault == F_HOLE && op->len < 2 * d.lbs)
+			op->len = 2 * d.lbs;
+		op->off = draw_off(op->len);
+	}
+}
+
+static void draw(struct op *op, uint64_t idx)
+{
+	unsigned int w = rnd(1000);
+
+	memset(op, 0, sizeof(*op));
+	op->idx = idx;
+	if (w < 700) {
+		draw_ring_op(op, false);
+	} else if (w < 740) {
+		int i;
+
+		op->kind = K_CHAIN;
+		op->ring = rnd(MAX_RINGS);
+		op->nsub = 2 + rnd(MAX_CHAIN - 1);
+		op->sub = calloc(op->nsub, sizeof(*op->sub));
+		for (i = 0; i < op->nsub; i++) {
+			draw_ring_op(&op->sub[i], true);
+			op->sub[i].idx = idx;
+			op->sub[i].ring = op->ring;
+		}
+	} else if (w < 900) {
+		static const uint8_t k[] = { K_PREAD, K_PWRITE, K_PREAD,
+			K_PWRITE, K_BUFWRITE, K_BUFREAD, K_BDISCARD, K_BZEROOUT,
+			K_FSYNC, K_INFO };
+
+		op->kind = k[rnd(sizeof(k))];
+		op->len = draw_len();
+		op->off = draw_off(op->len);
+		op->misc = rnd(256);
+		if (op->kind == K_BUFWRITE || op->kind == K_BUFREAD) {
+			/* whole pages: the page cache reads the rest */
+			op->len = (op->len + 4095) & ~4095U;
+			op->off &= ~4095ULL;
+			if (op->off + op->len > reg_hi - reg_lo)
+				op->off = 0;
+		}
+	} else if (w < 920) {
+		op->kind = K_RING;
+		op->ring = rnd(MAX_RINGS);
+		op->aux = rnd64();
+		op->misc = rnd(256);
+	} else if (w < 960) {
+		op->kind = K_DRAIN;
+	} else {
+		static const uint8_t k[] = { K_EVCACHE, K_EVCACHE, K_EVFORK,
+			K_EVSUSPEND };
+
+		op->kind = k[rnd(sizeof(k))];
+		op->misc = rnd(256);
+	}
+}
+
+static void op_free(struct op *op)
+{
+	free(op->sub);
+	op->sub = NULL;
+}
+
+/* ---- ring configurations ---- */
+
+static const char *ring_desc(unsigned int f, char *b, size_t n)
+{
+	snprintf(b, n, "%s%s%s%s%s%s",
+		 f & IORING_SETUP_SQE128 ? "sqe128" : "sqe64",
+		 f & IORING_SETUP_IOPOLL ? "+iopoll" : "",
+		 f & IORING_SETUP_SQPOLL ? "+sqpoll" : "",
+		 f & IORING_SETUP_SINGLE_ISSUER ? "+single" : "",
+		 f & IORING_SETUP_DEFER_TASKRUN ? "+defer" : "",
+		 f & IORING_SETUP_COOP_TASKRUN ? "+coop" : "");
+	return b;
+}
+
+static void ring_close(struct ring *r, bool midflight)
+{
+	if (!r->open)
+		return;
+	if (!midflight)
+		ring_drain(r);
+	else
+		ring_submit(r);
+	io_uring_queue_exit(&r->r);
+	r->open = false;
+	ring_slots_free(r);
+	r->inflight = r->pending = 0;
+}
+
+/*
+ * A new configuration for ring @op->ring, drawn from @op->aux. A kernel
+ * that does not know a flag refuses it: its ring is drawn again without.
+ */
+static void do_ring(const struct op *op, bool issue)
+{
+	uint64_t a = op->aux;
+	unsigned int f = IORING_SETUP_SQE128, depth;
+	struct ring *r = &rings[op->ring];
+	bool midflight;
+	char desc[80];
+	int ret;
+
+	if (!(a & 0x7))
+		f = 0;				/* node commands: EINVAL */
+	if ((a >> 3) % 5 < 2)
+		f |= IORING_SETUP_IOPOLL;
+	if ((a >> 6) % 5 == 0)
+		f |= IORING_SETUP_SQPOLL;
+	if ((a >> 9) % 3 == 0)
+		f |= IORING_SETUP_SINGLE_ISSUER;
+	if ((f & IORING_SETUP_SINGLE_ISSUER) && !(f & IORING_SETUP_SQPOLL) &&
+	    (a >> 11) % 2)
+		f |= IORING_SETUP_DEFER_TASKRUN;
+	if ((a >> 12) % 3 == 0 && !(f & IORING_SETUP_SQPOLL))
+		f |= IORING_SETUP_COOP_TASKRUN;
+	depth = 4U << ((a >> 14) % 5);		/* 4 .. 64 */
+	/* With reads only in flight, close the old ring mid-flight. */
+	midflight = o.ev_close && (op->misc & 3) == 0;
+	if (!issue)
+		return;
+	if (midflight && r->open) {
+		unsigned int i;
+
+		for (i = 0; i < r->depth; i++)
+			if (r->s[i].busy && r->s[i].writes)
+				midflight = false;
+	}
+	ring_close(r, midflight);
+	for (;;) {
+		ret = ring_open(r, f, depth, (a >> 17) % 4 == 0);
+		if (!ret)
+			break;
+		if (ret != -EINVAL && ret != -EOPNOTSUPP && ret != -EPERM)
+			die("io_uring_queue_init", -ret);
+		/* drop the newest flag the kernel may not know */
+		if (f & IORING_SETUP_DEFER_TASKRUN)
+			f &= ~IORING_SETUP_DEFER_TASKRUN;
+		else if (f & IORING_SETUP_SINGLE_ISSUER)
+			f &= ~IORING_SETUP_SINGLE_ISSUER;
+		else if (f & IORING_SETUP_COOP_TASKRUN)
+			f &= ~IORING_SETUP_COOP_TASKRUN;
+		else if (f & IORING_SETUP_SQPOLL)
+			f &= ~IORING_SETUP_SQPOLL;
+		else
+			die("io_uring_queue_init", -ret);
+	}
+	r->batch = 1 + (a >> 20) % 8;
+	sh->c.rings++;
+	combo(K_RING, f, 0);
+	logop("%" PRIu64 " ring%u %s depth %u batch %u%s%s", op->idx, op->ring,
+	      ring_desc(f, desc, sizeof(desc)), depth, r->batch,
+	      r->filebacked ? " file-backed" : "",
+	      midflight ? " (old one closed mid-flight)" : "");
+}
+
+/* ---- one ring operation: its SQE and what its result may be ---- */
+
+static void want(struct slot *s, int res)
+{
+	if (s->nres < MAX_RES)
+		s->res[s->nres++] = res;
+}
+
+/*
+ * The errno the uAPI gives a node command of @op's one fault, in the order
+ * the driver checks; 1 when it has none (then the device's answer).
+ */
+static int node_expect(const struct op *op, const struct ring *r)
+{
+	bool rw = op->kind == K_NREAD || op->kind == K_NWRITE;
+	bool wr = node_writes(op->kind);
+
+	if (op->fault == F_CMDOP)
+		return -ENOTTY;
+	if (!r->sqe128)
+		return -EINVAL;
+	switch (op->fault) {
+	case F_OPCODE: case F_RSVD: case F_FLAGS: case F_FIELD:
+	case F_IOPRIO:
+		return -EINVAL;
+	case F_ZERO:
+		if (!rw)
+			return -EINVAL;
+		break;
+	case F_LBS:
+		/* a 512-byte disk's range commands: a field instead */
+		if (!rw && d.lbs == 512)
+			return -EINVAL;
+		break;
+	}
+	if (wr && (op->fault == F_RODESC || !d.nfd_rw))
+		return -EBADF;
+	if (wr && d.ro)
+		return -EROFS;
+	if (op->kind == K_NFLUSH || op->kind == K_NGETID)
+		return 1;
+	if (op->kind == K_NDISCARD && !d.max_discard)
+		return -EOPNOTSUPP;
+	if (op->kind == K_NWZ && !d.max_wz)
+		return -EOPNOTSUPP;
+	switch (op->fault) {
+	case F_ZERO: case F_LBS:
+		return -EINVAL;
+	case F_TOOBIG:
+		return d.max_bytes + d.lbs <= UINT32_MAX ? -EINVAL : -ERANGE;
+	case F_RANGE:
+		return -ERANGE;
+	case F_BADADDR: case F_NULLADDR: case F_HOLE:
+		return -EFAULT;
+	case F_ROMAP:
+		return op->kind == K_NREAD ? -EFAULT : 1;
+	case F_UNALIGNED:
+		return d.dma_align >= 7 ? -EINVAL : 1;
+	}
+	return 1;
+}
+
+/* The command's buffer: a slot's area, or the fault's own. */
+static uint8_t *node_buf(const struct op *op, uint8_t *area)
+{
+	switch (op->fault) {
+	case F_BADADDR:
+		return (uint8_t *)(uintptr_t)0x1000;	/* never mapped */
+	case F_NULLADDR:
+		return NULL;
+	case F_ROMAP:
+		return romap;
+	case F_HOLE:
+		return hole + 4096 - 512;	/* its next page is not mapped */
+	case F_UNALIGNED:
+		return area + 8;
+	}
+	return area;
+}
+
+static void prep_node(struct io_uring_sqe *sqe, const struct op *op,
+		      struct ring *r, struct slot *s, unsigned int slot, int e)
+{
+	struct vbblk_uring_cmd c = { .opcode = 0 };
+	uint8_t *area = slot_area(r, slot);
+	bool rw = op->kind == K_NREAD || op->kind == K_NWRITE;
+	uint64_t disk_sec = (reg_lo + op->off) / 512;
+	bool fixed = false;
+
+	static const uint8_t ops[] = {
+		[K_NREAD] = VBBLK_OP_READ, [K_NWRITE] = VBBLK_OP_WRITE,
+		[K_NFLUSH] = VBBLK_OP_FLUSH, [K_NDISCARD] = VBBLK_OP_DISCARD,
+		[K_NWZ] = VBBLK_OP_WRITE_ZEROES, [K_NGETID] = VBBLK_OP_GET_ID,
+	};
+
+	memset(sqe, 0, r->sqe128 ? 2 * sizeof(*sqe) : sizeof(*sqe));
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = op->fault == F_RODESC ? d.nfd_ro : d.nfd;
+	sqe->cmd_op = op->fault == F_CMDOP ? VBBLK_URING_CMD_IO + 1 :
+		      VBBLK_URING_CMD_IO;
+	c.opcode = ops[op->kind];
+	c.ioprio = op->ioprio;
+	s->buf = node_buf(op, area);
+	s->len = 0;
+	if (rw) {
+		s->len = op->len;
+		c.sector = disk_sec;
+		c.len = op->len;
+		c.addr = (uintptr_t)s->buf;
+		if (op->kind == K_NWRITE && e == 1 && op->fault != F_ROMAP)
+			fill(s->buf, op->len, op->idx);
+		if (op->fault == F_ROMAP)
+			s->buf = romap;
+		if (op->buf == B_VEC && op->fault == F_NONE) {
+			/* two or three pieces, each a multiple of 512 */
+			uint32_t a = 512 * (1 + op->misc % (op->len / 512));
+			uint32_t rest = op->len - a;
+
+			if (a > op->len)
+				a = op->len;
+			rest = op->len - a;
+			s->iov[0] = (struct iovec){ s->buf, a };
+			s->iov[1] = (struct iovec){ s->buf + a, rest };
+			c.addr = (uintptr_t)s->iov;
+			c.len = rest ? 2 : 1;
+			c.flags = VBBLK_F_VEC;
+		} else if (op->buf == B_FIXED && op->fault == F_NONE &&
+			   r->fixed_ok) {
+			fixed = true;
+		}
+	} else if (op->kind == K_NDISCARD || op->kind == K_NWZ) {
+		s->len = op->nr * 512;
+		c.sector = disk_sec;
+		c.nr_sectors = op->nr;
+		if (op->kind == K_NWZ && (op->misc & 1))
+			c.flags = VBBLK_F_UNMAP;
+	} else if (op->kind == K_NGETID) {
+		memset(s->id, 0xa5, sizeof(s->id));
+		c.addr = (uintptr_t)s->id;
+		c.len = VBBLK_ID_BYTES;
+	}
+	switch (op->fault) {
+	case F_OPCODE:
+		c.opcode = (op->misc & 1) ? 0 : 7 + op->misc % 200;
+		break;
+	case F_RSVD:
+		if (op->misc & 1)
+			c.rsvd0 = 1 + op->misc % 255;
+		else
+			c.rsvd[op->misc & 2 ? 1 : 0] = 1ULL << (op->misc % 64);
+		break;
+	case F_FLAGS:
+		c.flags |= 1U << (2 + op->misc % 30);
+		break;
+	case F_FIELD:
+		if (rw || op->kind == K_NGETID)
+			c.nr_sectors = 1 + op->misc;
+		if (op->kind == K_NFLUSH)
+			c.sector = 1 + op->misc;
+		if (op->kind == K_NDISCARD || op->kind == K_NWZ)
+			c.len = 512;
+		if (op->kind == K_NGETID && (op->misc & 1)) {
+			c.nr_sectors = 0;
+			c.len = VBBLK_ID_BYTES + 1 + op->misc % 8;
+		}
+		break;
+	case F_IOPRIO:
+		c.ioprio = (op->misc & 1) ? IOPRIO_PRIO_VALUE(0, 1 + op->misc % 7)
+					  : IOPRIO_PRIO_VALUE(4 + op->misc % 3, 0);
+		break;
+	case F_ZERO:
+		c.len = 0;
+		c.nr_sectors = 0;
+		break;
+	case F_LBS:
+		if (d.lbs > 512 && (op->misc & 1))
+			c.sector += 1;
+		else if (rw)
+			c.len -= op->len > 4 ? 4 : 1;
+		else if (d.lbs > 512)
+			c.nr_sectors += 1;
+		else
+			c.len = 3;	/* a field: EINVAL as well */
+		break;
+	case F_TOOBIG:
+		/* no u32 is too big for some devices: then past the end */
+		c.len = d.max_bytes + d.lbs <= UINT32_MAX ?
+			(uint32_t)(d.max_bytes + d.lbs) : UINT32_MAX & ~(d.lbs - 1);
+		break;
+	case F_RANGE:
+		c.sector = d.bytes / 512 - (op->misc & 1 ? 0 : d.lbs / 512) +
+			   d.lbs / 512 * (op->misc % 4);
+		if (c.sector < d.bytes / 512)
+			c.sector = d.bytes / 512;
+		break;
+	}
+	if (fixed) {
+		sqe->uring_cmd_flags = IORING_URING_CMD_FIXED;
+		sqe->buf_index = slot;
+	}
+	s->cmd = c;
+	s->cmd_flags = fixed;
+	if (r->sqe128)
+		memcpy(sqe->cmd, &c, sizeof(c));
+	else
+		memcpy(sqe->cmd, &c, 16);	/* the rest is the next SQE's */
+}
+
+/* A block-device read or write through the ring (O_DIRECT). */
+static void prep_bdev(struct io_uring_sqe *sqe, const struct op *op,
+		      struct ring *r, struct slot *s, unsigned int slot)
+{
+	bool wr = op->kind == K_BWRITE;
+	uint8_t *area = slot_area(r, slot);
+	uint64_t off = reg_lo + op->off;
+
+	s->buf = op->fault == F_UNALIGNED ? area + 8 : area;
+	s->len = op->len;
+	if (wr && op->fault == F_NONE)
+		fill(s->buf, op->len, op->idx);
+	if (op->buf == B_FIXED && r->fixed_ok) {
+		if (wr)
+			io_uring_prep_write_fixed(sqe, d.bfd, s->buf, op->len, off,
+						  slot);
+		else
+			io_uring_prep_read_fixed(sqe, d.bfd, s->buf, op->len, off,
+						 slot);
+	} else if (op->buf == B_VEC) {
+		s->iov[0] = (struct iovec){ s->buf, op->len };
+		if (wr)
+			io_uring_prep_writev(sqe, d.bfd, s->iov, 1, off);
+		else
+			io_uring_prep_readv(sqe, d.bfd, s->iov, 1, off);
+	} else {
+		if (wr)
+			io_uring_prep_write(sqe, d.bfd, s->buf, op->len, off);
+		else
+			io_uring_prep_read(sqe, d.bfd, s->buf, op->len, off);
+	}
+	if (op->fault == F_LBS) {
+		sqe->len = op->len - 1 > 0 ? op->len - 1 : 1;
+		if (op->buf == B_VEC)
+			s->iov[0].iov_len = sqe->len, sqe->len = 1;
+	}
+	if (op->rwflags & 1)
+		sqe->rw_flags |= RWF_NOWAIT;
+	if (wr && (op->rwflags & 2))
+		sqe->rw_flags |= RWF_DSYNC;
+	sqe->ioprio = op->ioprio;
+}
+
+/* Where a cancel or a second look may point: a slot in flight, or none. */
+static uint64_t some_inflight(struct ring *r, uint64_t pick,
+			      struct slot **target)
+{
+	unsigned int i, n = 0;
+
+	*target = NULL;
+	for (i = 0; i < r->depth; i++)
+		if (r->s[i].busy && n++ == pick % (r->inflight + 1)) {
+			*target = &r->s[i];
+			return r->s[i].ud;
+		}
+	return 0x7fffffffffffff00ULL;	/* nothing by that name */
+}
+
+/*
+ * Put one ring operation on ring @r, in slot @si: @link if a linked one
+ * follows; @prev_fails: how an earlier one of its chain ends. Returns 2
+ * if its result is surely an error (the chain breaks there), 1 if it may
+ * be, 0 if not.
+ */
+static int put_ring_op(const struct op *op, struct ring *r, unsigned int si,
+		       bool link, int prev_fails)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->r);
+	struct slot *s = &r->s[si];
+	int e = 1, fails = 0;
+
+	while (!sqe) {
+		/* SQPOLL: its thread takes the entries when it gets to them */
+		ring_submit(r);
+		if (r->flags & IORING_SETUP_SQPOLL)
+			io_uring_sqring_wait(&r->r);
+		sqe = io_uring_get_sqe(&r->r);
+		if (!sqe && !(r->flags & IORING_SETUP_SQPOLL))
+			die("io_uring_get_sqe", EBUSY);
+	}
+	if (s->busy)
+		die("a busy slot drawn for a new command", EBUSY);
+	memset(s, 0, sizeof(*s));
+	s->busy = true;
+	s->idx = op->idx;
+	s->kind = op->kind;
+	s->fault = op->fault;
+	s->ud = (ud_seq++ << 8) | si;
+	switch (op->kind) {
+	case K_NREAD: case K_NWRITE: case K_NFLUSH: case K_NDISCARD:
+	case K_NWZ: case K_NGETID:
+		e = node_expect(op, r);
+		prep_node(sqe, op, r, s, si, e);
+		if (e == 1) {
+			want(s, op->kind == K_NREAD || op->kind == K_NWRITE ?
+			     (int)op->len : op->kind == K_NGETID ?
+			     VBBLK_ID_BYTES : 0);
+			s->writes = node_writes(op->kind);
+			s->reads = op->kind == K_NREAD;
+		} else {
+			want(s, e);
+			fails = 2;
+		}
+		sh->c.node++;
+		break;
+	case K_BREAD:
+	case K_BWRITE:
+		prep_bdev(sqe, op, r, s, si);
+		if (op->kind == K_BWRITE && d.ro) {
+			want(s, -EBADF);	/* opened read-only: see setup */
+			fails = 2;
+		} else if (op->fault != F_NONE) {
+			want(s, -EINVAL);
+			fails = 2;
+		} else {
+			want(s, op->len);
+			s->writes = op->kind == K_BWRITE;
+			s->reads = !s->writes;
+			if (op->rwflags & 1) {
+				want(s, -EAGAIN);
+				fails = 1;
+			}
+		}
+		sh->c.block++;
+		break;
+	case K_NOP:
+		io_uring_prep_nop(sqe);
+		want(s, 0);
+		break;
+	case K_TIMEOUT:
+		s->ts.tv_nsec = 1000000;
+		io_uring_prep_timeout(sqe, &s->ts, 0, 0);
+		want(s, -ETIME);
+		want(s, 0);
+		fails = 2;
+		break;
+	case K_CANCEL: {
+		struct slot *t;
+		uint64_t ud = some_inflight(r, op->aux, &t);
+
+		io_uring_prep_cancel64(sqe, ud, 0);
+		want(s, 0);
+		want(s, -ENOENT);
+		want(s, -EALREADY);
+		if (t)
+			t->canceled_ok = true;
+		fails = 1;
+		break;
+	}
+	}
+	/* 6.1 refuses what cannot be polled on an IOPOLL ring */
+	if ((op->kind == K_TIMEOUT || op->kind == K_CANCEL) &&
+	    (r->flags & IORING_SETUP_IOPOLL)) {
+		want(s, -EINVAL);
+		fails = 2;
+	}
+	if (prev_fails == 2) {
+		/* the chain broke before it: never issued */
+		s->nres = 0;
+		want(s, -ECANCELED);
+		s->writes = s->reads = false;
+		fails = 2;
+	} else if (prev_fails == 1) {
+		want(s, -ECANCELED);
+		fails = fails ? fails : 1;
+	}
+	s->off = reg_lo + op->off;
+	io_uring_sqe_set_data64(sqe, s->ud);
+	sqe->flags |= op->sqflags;
+	if (link)
+		sqe->flags |= IOSQE_IO_LINK;
+	s->sqe_flags = sqe->flags;
+	if (op->kind != K_NOP && op->kind != K_TIMEOUT && op->kind != K_CANCEL)
+		combo(op->kind, r->flags, op->fault);
+	r->inflight++;
+	r->pending++;
+	return fails;
+}
+
+/* A slot for each of @n operations on @r, waiting for completions. */
+static void room(struct ring *r, unsigned int n)
+{
+	while (r->depth - r->inflight < n)
+		ring_reap(r, true);
+}
+
+static void ensure_ring(uint8_t ri)
+{
+	if (!rings[ri].open) {
+		struct op op = { .kind = K_RING, .ring = ri, .aux = 0x1 };
+
+		do_ring(&op, true);
+	}
+}
+
+static void op_range(const struct op *op, uint64_t *off, uint32_t *len,
+		     bool *writes)
+{
+	*off = reg_lo + op->off;
+	*len = op->kind == K_NDISCARD || op->kind == K_NWZ ? op->nr * 512 :
+	       op->len;
+	*writes = op->kind == K_NWRITE || op->kind == K_NDISCARD ||
+		  op->kind == K_NWZ || op->kind == K_BWRITE;
+	if (op->kind == K_NFLUSH || op->kind == K_NGETID || op->kind == K_NOP ||
+	    op->kind == K_TIMEOUT || op->kind == K_CANCEL)
+		*len = 0;
+}
+
+static void do_ring_ops(const struct op *ops, int n, uint8_t ri)
+{
+	struct ring *r;
+	int i, prev = 0;
+
+	if (nrings <= ri)
+		ri = 0;
+	ensure_ring(ri);
+	r = &rings[ri];
+	for (i = 0; i < n; i++) {
+		uint64_t off;
+		uint32_t len;
+		bool w;
+
+		op_range(&ops[i], &off, &len, &w);
+		if (len)
+			wait_clear(off, len, w);
+	}
+	room(r, n);
+	for (i = 0; i < n; i++) {
+		int si = ring_free_slot(r);
+		int f;
+
+		logop("%" PRIu64 " ring%u %s%s%s off %" PRIu64 " len %u%s%s%s",
+		      ops[i].idx, ri, kname[ops[i].kind],
+		      ops[i].fault ? " fault=" : "", fname[ops[i].fault],
+		      reg_lo + ops[i].off, ops[i].len,
+		      ops[i].buf == B_FIXED ? " fixed" :
+		      ops[i].buf == B_VEC ? " vec" : "",
+		      ops[i].sqflags & IOSQE_ASYNC ? " async" : "",
+		      i + 1 < n ? " link" : "");
+		f = put_ring_op(&ops[i], r, si, i + 1 < n, prev);
+		/* a link's later ops are cancelled after an error */
+		if (f > prev)
+			prev = f;
+	}
+	if (r->pending >= r->batch || n > 1)
+		ring_submit(r);
+	reap_all(false);
+}
+
+/* ---- system calls on the block device ---- */
+
+static uint8_t *sys_buf(void)
+{
+	static uint8_t *buf;
+
+	if (!buf && posix_memalign((void **)&buf, 4096, SLOT_BYTES + 4096))
+		die("posix_memalign", ENOMEM);
+	return buf;
+}
+
+static void do_sys(const struct op *op)
+{
+	uint64_t off = reg_lo + op->off, range[2];
+	uint32_t len = op->len;
+	uint8_t *buf;
+	ssize_t n;
+	int ret;
+
+	logop("%" PRIu64 " %s off %" PRIu64 " len %u", op->idx,
+	      kname[op->kind], off, len);
+	sh->c.block++;
+	combo(op->kind, 0, 0);
+	buf = sys_buf();
+	if (op->kind == K_FSYNC || op->kind == K_INFO) {
+		/* everything in flight may still write: fine, it is ours */
+		if (op->kind == K_FSYNC) {
+			if (fdatasync(d.bfd_buf))
+				failf(op->idx, "fdatasync: %s", strerror(errno));
+		} else {
+			uint64_t sz = 0;
+			int ssz = 0;
+
+			if (ioctl(d.bfd, BLKGETSIZE64, &sz) || sz != d.bytes)
+				failf(op->idx, "BLKGETSIZE64 %" PRIu64 ", sysfs %"
+				      PRIu64, sz, d.bytes);
+			if (ioctl(d.bfd, BLKSSZGET, &ssz) || (uint32_t)ssz != d.lbs)
+				failf(op->idx, "BLKSSZGET %d, sysfs %u", ssz, d.lbs);
+		}
+		return;
+	}
+	wait_clear(off, len, op->kind != K_PREAD && op->kind != K_BUFREAD);
+	switch (op->kind) {
+	case K_PREAD:
+		n = pread(d.bfd, buf, len, off);
+		if (n != (ssize_t)len)
+			failf(op->idx, "O_DIRECT pread: %zd of %u (%s)", n, len,
+			      n < 0 ? strerror(errno) : "short");
+		else
+			model_check(op->idx, off, buf, len);
+		break;
+	case K_PWRITE:
+		fill(buf, len, op->idx);
+		n = pwrite(d.bfd, buf, len, off);
+		if (d.ro) {
+			if (n >= 0)
+				failf(op->idx, "a write to a read-only disk succeeded");
+		} else if (n != (ssize_t)len) {
+			failf(op->idx, "O_DIRECT pwrite: %zd of %u (%s)", n, len,
+			      n < 0 ? strerror(errno) : "short");
+			model_forget(off, len);
+		} else {
+			model_set(off, buf, len);
+		}
+		break;
+	case K_BUFWRITE:
+	case K_BUFREAD:
+		if (d.ro && op->kind == K_BUFWRITE)
+			break;
+		if (op->kind == K_BUFWRITE) {
+			fill(buf, len, op->idx);
+			n = pwrite(d.bfd_buf, buf, len, off);
+			if (n == (ssize_t)len && fdatasync(d.bfd_buf))
+				n = -1;
+		} else {
+			n = pread(d.bfd_buf, buf, len, off);
+		}
+		/* nothing of it stays cached: the node bypasses the cache */
+		if (ioctl(d.bfd_buf, BLKFLSBUF, 0))
+			failf(op->idx, "BLKFLSBUF: %s", strerror(errno));
+		if (n != (ssize_t)len) {
+			failf(op->idx, "buffered %s: %zd of %u (%s)",
+			      op->kind == K_BUFWRITE ? "write" : "read", n, len,
+			      n < 0 ? strerror(errno) : "short");
+			model_forget(off, len);
+		} else if (op->kind == K_BUFWRITE) {
+			model_set(off, buf, len);
+		} else {
+			model_check(op->idx, off, buf, len);
+		}
+		break;
+	case K_BDISCARD:
+	case K_BZEROOUT:
+		range[0] = off;
+		range[1] = len;
+		ret = ioctl(d.bfd, op->kind == K_BDISCARD ? BLKDISCARD : BLKZEROOUT,
+			    range);
+		if (d.ro) {
+			if (!ret)
+				failf(op->idx, "%s on a read-only disk succeeded",
+				      kname[op->kind]);
+		} else if (op->kind == K_BDISCARD) {
+			if (ret && !(errno == EOPNOTSUPP && !d.max_discard))
+				failf(op->idx, "BLKDISCARD: %s", strerror(errno));
+			if (!ret)
+				model_forget(off, len);
+		} else {
+			if (ret)
+				failf(op->idx, "BLKZEROOUT: %s", strerror(errno));
+			else
+				model_zero(off, len);
+		}
+		break;
+	}
+	sh->beat++;
+}
+
+/* ---- events, carried out by a second process ---- */
+
+static pid_t evpid = -1;
+
+static int write_str(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY);
+	int ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, s, strlen(s)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static void event_loop(void)
+{
+	uint64_t seen = 0;
+	char path[128];
+
+	snprintf(path, sizeof(path), "/sys/block/%s/cache_type", d.name);
+	for (;;) {
+		int rc = 0;
+
+		while (sh->event_req == seen) {
+			if (getppid() == 1)
+				_exit(0);
+			usleep(1000);
+		}
+		seen = sh->event_req;
+		switch (sh->event_kind) {
+		case K_EVCACHE:
+			/* the device may refuse one: only the store's end counts */
+			write_str(path, seen & 1 ? "write through" : "write back");
+			break;
+		case K_EVSUSPEND:
+			rc = write_str("/sys/power/pm_test", "devices");
+			if (!rc)
+				rc = write_str("/sys/power/state", "freeze");
+			break;
+		}
+		sh->event_rc = rc;
+		sh->event_done = seen;
+	}
+}
+
+static void event_wait(void)
+{
+	while (sh->event_done != sh->event_req) {
+		/* what the event waits for may need our polling */
+		reap_all(false);
+		usleep(200);
+	}
+}
+
+static void do_event(const struct op *op)
+{
+	logop("%" PRIu64 " %s", op->idx, kname[op->kind]);
+	sh->c.events++;
+	combo(op->kind, 0, 0);
+	switch (op->kind) {
+	case K_EVCACHE:
+	case K_EVSUSPEND:
+		event_wait();
+		if (sh->event_rc && op->kind == K_EVSUSPEND)
+			failf(op->idx, "suspend (pm_test=devices): %s",
+			      strerror(-sh->event_rc));
+		sh->event_kind = op->kind;
+		sh->event_req++;
+		/* in flight beside our commands; waited for at the next one */
+		break;
+	case K_EVFORK: {
+		/* a child that leaves with every ring in flight */
+		pid_t p;
+		unsigned int i;
+
+		for (i = 0; i < nrings; i++)
+			ring_submit(&rings[i]);
+		p = fork();
+		if (p < 0)
+			die("fork", errno);
+		if (!p)
+			_exit(0);
+		waitpid(p, NULL, 0);
+		break;
+	}
+	}
+}
+
+/* ---- the run ---- */
+
+static bool keep(uint64_t idx)
+{
+	return !keep_set || keep_set[idx];
+}
+
+static bool event_on(uint8_t kind)
+{
+	return (kind == K_EVCACHE && o.ev_cache) ||
+	       (kind == K_EVSUSPEND && o.ev_suspend) ||
+	       (kind == K_EVFORK && o.ev_fork);
+}
+
+static void run(void)
+{
+	time_t t0 = time(NULL);
+	uint64_t i;
+	struct op op;
+
+	for (i = 0; i < o.nops; i++) {
+		draw(&op, i);
+		sh->cur = i;
+		if (o.secs && time(NULL) - t0 >= o.secs) {
+			op_free(&op);
+			break;
+		}
+		if (!keep(i) ||
+		    (op.kind >= K_EVCACHE && op.kind <= K_EVFORK &&
+		     !event_on(op.kind))) {
+			/* still drawn: what follows does not move */
+			if (op.kind == K_RING)
+				do_ring(&op, false);
+			sh->c.skipped++;
+			op_free(&op);
+			continue;
+		}
+		sh->c.ops++;
+		sh->beat++;
+		switch (op.kind) {
+		case K_CHAIN:
+			do_ring_ops(op.sub, op.nsub, op.ring % nrings);
+			break;
+		case K_RING:
+			if (op.ring < nrings)
+				do_ring(&op, true);
+			break;
+		case K_DRAIN:
+			logop("%" PRIu64 " drain", i);
+			drain_all();
+			break;
+		case K_EVCACHE:
+		case K_EVSUSPEND:
+		case K_EVFORK:
+			do_event(&op);
+			break;
+		default:
+			if (op.kind >= K_PREAD && op.kind <= K_INFO)
+				do_sys(&op);
+			else
+				do_ring_ops(&op, 1, op.ring % nrings);
+		}
+		op_free(&op);
+	}
+	drain_all();
+	event_wait();
+	for (i = 0; i < nrings; i++)
+		ring_close(&rings[i], false);
+}
+
+/* ---- setup ---- */
+
+static uint64_t sysfs_u64(const char *attr, uint64_t dflt)
+{
+	char path[160], buf[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/block/%s/%s", d.name, attr);
+	f = fopen(path, "r");
+	if (!f)
+		return dflt;
+	if (!fgets(buf, sizeof(buf), f)) {
+		fclose(f);
+		return dflt;
+	}
+	fclose(f);
+	return strtoull(buf, NULL, 0);
+}
+
+static void setup_disk(const char *name)
+{
+	char path[160];
+	FILE *f;
+
+	snprintf(d.name, sizeof(d.name), "%s", name);
+	d.bytes = sysfs_u64("size", 0) * 512;
+	d.lbs = sysfs_u64("queue/logical_block_size", 512);
+	d.max_bytes = sysfs_u64("queue/max_hw_sectors_kb", 128) * 1024;
+	d.max_segs = sysfs_u64("queue/max_segments", 64);
+	d.dma_align = sysfs_u64("queue/dma_alignment", 511);
+	d.max_discard = sysfs_u64("queue/discard_max_hw_bytes", 0) / 512;
+	d.max_wz = sysfs_u64("queue/write_zeroes_max_bytes", 0) / 512;
+	d.ro = sysfs_u64("ro", 0);
+	snprintf(path, sizeof(path), "/sys/block/%s/cache_type", name);
+	f = fopen(path, "r");
+	if (f) {
+		char b[32] = "";
+
+		if (fgets(b, sizeof(b), f))
+			d.wcache = !strncmp(b, "write back", 10);
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "/sys/block/%s/serial", name);
+	f = fopen(path, "r");
+	memset(d.serial, 0, sizeof(d.serial));
+	if (f) {
+		if (fgets(d.serial, sizeof(d.serial), f))
+			d.serial[strcspn(d.serial, "\n")] = 0;
+		fclose(f);
+	}
+	if (!d.bytes)
+		die(name, ENODEV);
+	snprintf(path, sizeof(path), "/dev/vbblk/%s", name);
+	/* a read-only disk's node opens for writing: its writes get EROFS */
+	d.nfd = open(path, O_RDWR);
+	d.nfd_rw = d.nfd >= 0;
+	if (d.nfd < 0)
+		d.nfd = open(path, O_RDONLY);
+	d.nfd_ro = open(path, O_RDONLY);
+	if (d.nfd < 0 || d.nfd_ro < 0)
+		die(path, errno);
+	snprintf(path, sizeof(path), "/dev/%s", name);
+	d.bfd = open(path, (d.ro ? O_RDONLY : O_RDWR) | O_DIRECT);
+	d.bfd_buf = open(path, d.ro ? O_RDONLY : O_RDWR);
+	if (d.bfd < 0 || d.bfd_buf < 0)
+		die(path, errno);
+	/* no readahead: a buffered read caches only what it asked for */
+	posix_fadvise(d.bfd_buf, 0, 0, POSIX_FADV_RANDOM);
+}
+
+/* The model starts as what the disk holds. */
+static void setup_model(void)
+{
+	uint64_t span = reg_hi - reg_lo, off;
+	uint8_t *b;
+
+	model = malloc(span);
+	known = calloc(span / 512, 1);
+	if (!model || !known || posix_memalign((void **)&b, 4096, 1 << 20))
+		die("malloc", ENOMEM);
+	for (off = 0; off < span; off += 1 << 20) {
+		size_t n = span - off < (1 << 20) ? span - off : 1 << 20;
+
+		if (pread(d.bfd, b, n, reg_lo + off) != (ssize_t)n)
+			die("reading the disk into the model", errno ? errno : EIO);
+		memcpy(model + off, b, n);
+	}
+	memset(known, 1, span / 512);
+	free(b);
+	romap = mmap(NULL, SLOT_SPAN, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS,
+		     -1, 0);
+	hole = mmap(NULL, 8192, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (romap == MAP_FAILED || hole == MAP_FAILED)
+		die("mmap", errno);
+	/* a guard page, not a gap: a later mapping could fill a gap */
+	if (mprotect(hole + 4096, 4096, PROT_NONE))
+		die("mprotect", errno);
+}
+
+static void parse_keep(const char *arg)
+{
+	char *s, *p, *save = NULL;
+	FILE *f = NULL;
+	char line[4096];
+
+	keep_set = calloc(o.nops + 1, 1);
+	if (!keep_set)
+		die("calloc", ENOMEM);
+	if (arg[0] == '@') {
+		f = fopen(arg + 1, "r");
+		if (!f)
+			die(arg + 1, errno);
+	}
+	do {
+		if (f) {
+			if (!fgets(line, sizeof(line), f))
+				break;
+			s = line;
+		} else {
+			snprintf(line, sizeof(line), "%s", arg);
+			s = line;
+		}
+		for (p = strtok_r(s, ", \n", &save); p;
+		     p = strtok_r(NULL, ", \n", &save)) {
+			uint64_t a = strtoull(p, &p, 0), b = a;
+
+			if (*p == '-')
+				b = strtoull(p + 1, NULL, 0);
+			for (; a <= b && a < o.nops; a++)
+				keep_set[a] = 1;
+		}
+	} while (f);
+	if (f)
+		fclose(f);
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: vbexer [-s SEED] [-n OPS] [-t SECS] [-k LIST] "
+		"[-S] [-P] [-E cache,suspend,fork,close] [-w SECS] [-v] vdX\n");
+	exit(2);
+}
+
+/* ---- the worker and its supervisor ---- */
+
+static int worker(const char *name)
+{
+	rng_state = o.seed;
+	setup_disk(name);
+	if (!reg_hi) {
+		reg_lo = 0;
+		reg_hi = d.bytes;
+	}
+	if (reg_hi - reg_lo < (2 << 20))
+		die("region smaller than 2 MiB", EINVAL);
+	setup_model();
+	evpid = fork();
+	if (evpid < 0)
+		die("fork", errno);
+	if (!evpid)
+		event_loop();
+	nrings = 1 + (o.seed >> 60) % 2;
+	run();
+	kill(evpid, SIGKILL);
+	waitpid(evpid, NULL, 0);
+	sh->done = 1;
+	return sh->c.failures ? 1 : 0;
+}
+
+/* Runs the worker; fails it if nothing moves for the stall bound. */
+static int supervise(const char *name, const char *who)
+{
+	uint64_t beat = (uint64_t)-1;
+	time_t last = time(NULL);
+	int status;
+	pid_t p;
+
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED)
+		die("mmap", errno);
+	memset(sh, 0, sizeof(*sh));
+	p = fork();
+	if (p < 0)
+		die("fork", errno);
+	if (!p)
+		_exit(worker(name));
+	for (;;) {
+		pid_t w = waitpid(p, &status, WNOHANG);
+
+		if (w == p)
+			break;
+		if (sh->beat != beat) {
+			beat = sh->beat;
+			last = time(NULL);
+		} else if (time(NULL) - last > o.stall) {
+			uint64_t i, n = sh->nlog;
+
+			printf("exerciser: FAIL%s: STALL: nothing completed for %us "
+			       "at op %" PRIu64 " (seed 0x%" PRIx64 "); its last "
+			       "operations:\n", who, o.stall, sh->cur, o.seed);
+			for (i = n > LOG_ENTRIES ? n - LOG_ENTRIES : 0; i < n; i++)
+				printf("  %s\n", sh->log[i % LOG_ENTRIES]);
+			printf("exerciser: replay: vbexer -s 0x%" PRIx64 " -n %" PRIu64
+			       " -k LIST %s\n", o.seed, sh->cur + 1, name);
+			fflush(stdout);
+			sh->c.failures++;
+			sh->c.first_fail = sh->cur;
+			return -1;	/* it may never return: leave it */
+		}
+		usleep(100000);
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) == 2) {
+		printf("exerciser: FAIL%s: the worker ended with status 0x%x\n",
+		       who, status);
+		sh->c.failures++;
+		return -1;
+	}
+	return sh->c.failures ? 1 : 0;
+}
+
+/*
+ * Shrinks a failing run to a short list of operations (ddmin over the
+ * indices before the failing one, each try a run of its own).
+ */
+static int try_list(const char *name, const uint8_t *set, uint64_t n)
+{
+	char path[] = "/tmp/vbexer-k-XXXXXX";
+	char arg[64], nops[32], seed[32];
+	int fd = mkstemp(path), status;
+	FILE *f;
+	uint64_t i;
+	pid_t p;
+
+	if (fd < 0)
+		die("mkstemp", errno);
+	f = fdopen(fd, "w");
+	for (i = 0; i < n; i++)
+		if (set[i])
+			fprintf(f, "%" PRIu64 "\n", i);
+	fclose(f);
+	snprintf(arg, sizeof(arg), "@%s", path);
+	snprintf(nops, sizeof(nops), "%" PRIu64, n);
+	snprintf(seed, sizeof(seed), "0x%" PRIx64, o.seed);
+	p = fork();
+	if (!p) {
+		int nul = open("/dev/null", O_WRONLY);
+
+		dup2(nul, 1);
+		execl(o.argv0, o.argv0, "-s", seed, "-n", nops, "-k", arg, "-w",
+		      "20", name, (char *)NULL);
+		_exit(2);
+	}
+	waitpid(p, &status, 0);
+	unlink(path);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 1;
+}
+
+static void shrink(const char *name, uint64_t fail_at)
+{
+	uint64_t n = fail_at + 1, i, chunk, cnt = n, tries = 0;
+	uint8_t *set = calloc(n, 1), *t = calloc(n, 1);
+
+	memset(set, 1, n);
+	if (!try_list(name, set, n)) {
+		printf("exerciser: shrink: the failure did not come back on a "
+		       "second run (timing, or the disk's new content)\n");
+		return;
+	}
+	for (chunk = n / 2; chunk >= 1; chunk /= 2) {
+		for (i = 0; i + 1 < n && tries < 300; i += chunk) {
+			uint64_t j, removed = 0;
+
+			memcpy(t, set, n);
+			for (j = i; j < i + chunk && j + 1 < n; j++)
+				if (t[j]) {
+					t[j] = 0;
+					removed++;
+				}
+			if (!removed)
+				continue;
+			tries++;
+			if (try_list(name, t, n)) {
+				memcpy(set, t, n);
+				cnt -= removed;
+			}
+		}
+		if (chunk == 1)
+			break;
+	}
+	printf("exerciser: shrunk to %" PRIu64 " operations in %" PRIu64
+	       " runs: vbexer -s 0x%" PRIx64 " -n %" PRIu64 " -k ", cnt, tries,
+	       o.seed, n);
+	for (i = 0; i < n; i++)
+		if (set[i])
+			printf("%" PRIu64 "%s", i, i + 1 < n ? "," : "");
+	printf(" %s\n", name);
+	free(set);
+	free(t);
+}
+
+int main(int argc, char **argv)
+{
+	struct shared *mine;
+	pid_t pp = -1;
+	int opt, rc;
+	uint64_t half;
+
+	o.argv0 = argv[0];
+	o.seed = (uint64_t)time(NULL) * 2654435761ULL ^ (uint64_t)getpid() << 32;
+	o.ev_cache = o.ev_fork = o.ev_close = true;
+	while ((opt = getopt(argc, argv, "s:n:t:k:SPE:w:v")) != -1) {
+		switch (opt) {
+		case 's':
+			o.seed = strtoull(optarg, NULL, 0);
+			break;
+		case 'n':
+			o.nops = strtoull(optarg, NULL, 0);
+			break;
+		case 't':
+			o.secs = atoi(optarg);
+			break;
+		case 'k':
+			o.keep = optarg;
+			break;
+		case 'S':
+			o.shrink = true;
+			break;
+		case 'P':
+			o.partner = true;
+			break;
+		case 'E':
+			o.ev_cache = strstr(optarg, "cache");
+			o.ev_suspend = strstr(optarg, "suspend");
+			o.ev_fork = strstr(optarg, "fork");
+			o.ev_close = strstr(optarg, "close");
+			break;
+		case 'w':
+			o.stall = atoi(optarg);
+			break;
+		case 'v':
+			o.verbose = true;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (optind + 1 != argc)
+		usage();
+	if (o.keep)
+		parse_keep(o.keep);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (o.partner) {
+		/* two processes, two halves, one queue: each its own model */
+		setup_disk(argv[optind]);
+		close(d.nfd);
+		close(d.nfd_ro);
+		close(d.bfd);
+		close(d.bfd_buf);
+		half = (d.bytes / 2) & ~((1ULL << 20) - 1);
+		pp = fork();
+		if (pp < 0)
+			die("fork", errno);
+		if (!pp) {
+			reg_lo = half;
+			reg_hi = d.bytes;
+			o.seed = o.seed * 6364136223846793005ULL + 1;
+			o.shrink = false;
+			rc = supervise(argv[optind], " (partner)");
+			printf("exerciser: partner: %" PRIu64 " operations, seed 0x%"
+			       PRIx64 ", %" PRIu64 " failures\n", sh->c.ops, o.seed,
+			       sh->c.failures);
+			_exit(rc ? 1 : 0);
+		}
+		reg_lo = 0;
+		reg_hi = half;
+	}
+	rc = supervise(argv[optind], "");
+	mine = sh;
+	if (pp > 0) {
+		int st;
+
+		waitpid(pp, &st, 0);
+		if (!WIFEXITED(st) || WEXITSTATUS(st))
+			rc = rc ? rc : 1;
+	}
+	printf("exerciser: %" PRIu64 " operations (%" PRIu64 " node, %" PRIu64
+	       " block, %" PRIu64 " events), %" PRIu64 " ring configurations, "
+	       "%u combinations, seed 0x%" PRIx64 ", %" PRIu64 " failures\n",
+	       mine->c.ops, mine->c.node, mine->c.block, mine->c.events,
+	       mine->c.rings, combos_seen(&mine->c), o.seed, mine->c.failures);
+	if (rc > 0 && o.shrink && mine->c.failures)
+		shrink(argv[optind], mine->c.first_fail);
+	return rc ? 1 : 0;
+}
