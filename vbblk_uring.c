@@ -30,6 +30,7 @@
 #include <linux/blkdev.h>
 #include <linux/capability.h>
 #include <linux/cdev.h>
+#include <linux/compat.h>
 #include <linux/fs.h>
 #include <linux/ioprio.h>
 #include <linux/llist.h>
@@ -516,6 +517,59 @@ static inline int vbblk_uring_check_bytes(struct vbblk_uring *ur, u64 sector,
 	return vbblk_uring_check_range(ur, sector, bytes);
 }
 
+/*
+ * The user's iovec array, in the layout of the ring's task, copied into
+ * @v (UIO_FASTIOV entries) or an array put in *@alloc for the caller to
+ * free. import_iovec() would ask in_compat_syscall() instead, which from
+ * task work is not the ring's (vbblk_uring_cmd_compat()): 64-bit iovecs
+ * were read as 32-bit ones, a length from a pointer's upper half.
+ */
+static int vbblk_uring_import_vec(struct io_uring_cmd *ioucmd,
+				  const void __user *addr, u32 nr, int rw,
+				  struct iov_iter *iter, struct iovec *v,
+				  struct iovec **alloc, unsigned int issue_flags)
+{
+	size_t total = 0;
+	u32 i;
+
+	if (!nr || nr > UIO_MAXIOV)
+		return -EINVAL;
+	if (nr > UIO_FASTIOV) {
+		v = kmalloc_array(nr, sizeof(*v), GFP_KERNEL);
+		if (!v)
+			return -ENOMEM;
+		*alloc = v;
+	}
+	if (vbblk_uring_cmd_compat(ioucmd, issue_flags)) {
+#ifdef CONFIG_COMPAT
+		const struct compat_iovec __user *u = addr;
+
+		for (i = 0; i < nr; i++) {
+			compat_uptr_t base;
+			compat_ssize_t len;
+
+			if (get_user(base, &u[i].iov_base) ||
+			    get_user(len, &u[i].iov_len))
+				return -EFAULT;
+			v[i].iov_base = compat_ptr(base);
+			v[i].iov_len = len;
+		}
+#endif
+	} else if (copy_from_user(v, addr, nr * sizeof(*v))) {
+		return -EFAULT;
+	}
+	for (i = 0; i < nr; i++) {
+		if ((ssize_t)v[i].iov_len < 0 ||
+		    v[i].iov_len > MAX_RW_COUNT - total)
+			return -EINVAL;
+		if (!access_ok(v[i].iov_base, v[i].iov_len))
+			return -EFAULT;
+		total += v[i].iov_len;
+	}
+	iov_iter_init(iter, rw, v, nr, total);
+	return 0;
+}
+
 /* The data's iterator: user memory, an iovec array, or registered. */
 static int vbblk_uring_import(struct io_uring_cmd *ioucmd,
 			      const struct vbblk_ucmd_args *c, int rw,
@@ -525,7 +579,6 @@ static int vbblk_uring_import(struct io_uring_cmd *ioucmd,
 	void __user *addr = u64_to_user_ptr(c->addr);
 	bool fixed = ioucmd->flags & IORING_URING_CMD_FIXED;
 	struct iovec *fast = *iov;
-	ssize_t ret;
 
 	*iov = NULL;
 	if (c->flags & VBBLK_F_VEC) {
@@ -533,9 +586,8 @@ static int vbblk_uring_import(struct io_uring_cmd *ioucmd,
 			return vbblk_uring_import_fixed_vec(ioucmd, addr, c->len,
 							    rw, iter,
 							    issue_flags);
-		*iov = fast;
-		ret = import_iovec(rw, addr, c->len, UIO_FASTIOV, iov, iter);
-		return ret < 0 ? ret : 0;
+		return vbblk_uring_import_vec(ioucmd, addr, c->len, rw, iter,
+					      fast, iov, issue_flags);
 	}
 	if (fixed)
 		return vbblk_uring_import_fixed(c->addr, c->len, rw, iter, ioucmd,

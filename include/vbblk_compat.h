@@ -497,6 +497,28 @@ static inline int vbblk_uring_import_fixed(u64 addr, unsigned long len,
 #endif
 }
 
+/*
+ * Whether @c's ring belongs to a 32-bit task (its iovecs are compat ones).
+ * Not in_compat_syscall(): a linked or drained command is issued from task
+ * work, and on x86 task work run on the way back from an interrupt reads
+ * the interrupt's orig_ax (-1) as an x32 system call.
+ */
+#ifdef HAVE_URING_F_COMPAT
+static inline bool vbblk_uring_cmd_compat(struct io_uring_cmd *c,
+					  unsigned int issue_flags)
+{
+	return issue_flags & IO_URING_F_COMPAT;
+}
+#else
+#include <linux/io_uring_types.h>
+
+static inline bool vbblk_uring_cmd_compat(struct io_uring_cmd *c,
+					  unsigned int issue_flags)
+{
+	return cmd_to_io_kiocb(c)->ctx->compat;
+}
+#endif
+
 /* Registered buffers described by an iovec array, where the kernel can. */
 static inline int vbblk_uring_import_fixed_vec(struct io_uring_cmd *c,
 					       const struct iovec __user *uvec,
