@@ -31,6 +31,7 @@
  *     -P        a partner process on the second half of the disk
  *     -E LIST   events: cache,suspend,fork,close (default cache,fork,close)
  *     -w SECS   stall bound (default 60)        -v  print each operation
+ *     -x drain  never set IOSQE_IO_DRAIN (drawn all the same)
  *
  * Exit: 0 all results as modelled, 1 a failure (seed and list printed),
  * 2 bad usage or setup.
@@ -112,6 +113,7 @@ struct disk {
 	bool ro;
 	bool wcache;
 	bool nfd_rw;			/* the node opened for writing */
+	bool poll;			/* queue/io_poll: polled bios go */
 	int nfd, nfd_ro;		/* the node, read-write and read-only */
 	int bfd, bfd_buf;		/* the block device: O_DIRECT, buffered */
 };
@@ -130,6 +132,7 @@ static struct {
 	unsigned int stall;
 	bool verbose, shrink, partner;
 	bool ev_cache, ev_suspend, ev_fork, ev_close;
+	bool no_drain;			/* -x drain: IOSQE_IO_DRAIN never set */
 	char *keep;			/* -k, as given */
 	const char *argv0;
 } o = { .nops = 20000, .stall = 60 };
@@ -159,6 +162,8 @@ struct shared {
 };
 
 static struct shared *sh;
+
+static int write_str(const char *path, const char *s);
 
 static void logop(const char *fmt, ...)
 {
@@ -463,7 +468,11 @@ static bool res_ok(const struct slot *s, int res)
 	for (i = 0; i < s->nres; i++)
 		if (s->res[i] == res)
 			return true;
-	return s->canceled_ok && res == -ECANCELED;
+	/*
+	 * A cancel ends a command queued in io-wq (ECANCELED), or one that
+	 * waits there in the driver (EINTR, as a signal would).
+	 */
+	return s->canceled_ok && (res == -ECANCELED || res == -EINTR);
 }
 
 static void res_str(const struct slot *s, char *out, size_t n)
@@ -473,7 +482,7 @@ static void res_str(const struct slot *s, char *out, size_t n)
 	for (i = 0; i < s->nres; i++)
 		k += snprintf(out + k, n - k, "%s%d", i ? "|" : "", s->res[i]);
 	if (s->canceled_ok)
-		snprintf(out + k, n - k, "|%d", -ECANCELED);
+		snprintf(out + k, n - k, "|%d|%d", -ECANCELED, -EINTR);
 }
 
 static bool node_writes(uint8_t kind)
@@ -565,11 +574,26 @@ static void ring_submit(struct ring *r)
 	r->pending = 0;
 }
 
+static void ring_dump(struct ring *r)
+{
+	unsigned int i;
+
+	printf("exerciser: waiting on a ring (flags 0x%x) for:\n", r->flags);
+	for (i = 0; i < r->depth; i++)
+		if (r->s[i].busy)
+			printf("  op %" PRIu64 " %s%s%s sqe flags 0x%x cmd op %u len %u\n",
+			       r->s[i].idx, kname[r->s[i].kind],
+			       r->s[i].fault ? " fault=" : "", fname[r->s[i].fault],
+			       r->s[i].sqe_flags, r->s[i].cmd.opcode, r->s[i].len);
+	fflush(stdout);
+}
+
 /* Take what has completed; wait for one if @wait, within the stall bound. */
 static void ring_reap(struct ring *r, bool wait)
 {
 	struct io_uring_cqe *cqe;
 	unsigned int head, n = 0;
+	time_t t0;
 
 	ring_submit(r);
 	if (!r->inflight)
@@ -584,12 +608,18 @@ static void ring_reap(struct ring *r, bool wait)
 	io_uring_cq_advance(&r->r, n);
 	if (n || !wait)
 		return;
-	for (;;) {
+	for (t0 = time(NULL);;) {
 		struct __kernel_timespec ts = { .tv_sec = 1 };
 		int ret = io_uring_wait_cqe_timeout(&r->r, &cqe, &ts);
 
+		/* the supervisor watches the time; say what we wait for */
+		if ((ret == -ETIME || ret == -EINTR) && t0 &&
+		    time(NULL) - t0 > o.stall / 2) {
+			ring_dump(r);
+			t0 = 0;
+		}
 		if (ret == -ETIME || ret == -EINTR)
-			continue;	/* the supervisor watches the time */
+			continue;
 		if (ret < 0)
 			die("io_uring_wait_cqe", -ret);
 		reap_one(r, cqe);
@@ -1220,13 +1250,21 @@ static int put_ring_op(const struct op *op, struct ring *r, unsigned int si,
 			fails = 2;
 		} else if (op->fault != F_NONE) {
 			want(s, -EINVAL);
-			fails = 2;
+			if ((r->flags & IORING_SETUP_IOPOLL) && !d.poll)
+				want(s, -EOPNOTSUPP);
+			/* 6.1 breaks no link on a failed polled read or write */
+			fails = r->flags & IORING_SETUP_IOPOLL ? 1 : 2;
 		} else {
 			want(s, op->len);
 			s->writes = op->kind == K_BWRITE;
 			s->reads = !s->writes;
 			if (op->rwflags & 1) {
 				want(s, -EAGAIN);
+				fails = 1;
+			}
+			/* newer kernels refuse a polled bio where none polls */
+			if ((r->flags & IORING_SETUP_IOPOLL) && !d.poll) {
+				want(s, -EOPNOTSUPP);
 				fails = 1;
 			}
 		}
@@ -1275,7 +1313,7 @@ static int put_ring_op(const struct op *op, struct ring *r, unsigned int si,
 	}
 	s->off = reg_lo + op->off;
 	io_uring_sqe_set_data64(sqe, s->ud);
-	sqe->flags |= op->sqflags;
+	sqe->flags |= op->sqflags & ~(o.no_drain ? IOSQE_IO_DRAIN : 0);
 	if (link)
 		sqe->flags |= IOSQE_IO_LINK;
 	s->sqe_flags = sqe->flags;
@@ -1347,7 +1385,12 @@ static void do_ring_ops(const struct op *ops, int n, uint8_t ri)
 		      ops[i].sqflags & IOSQE_ASYNC ? " async" : "",
 		      i + 1 < n ? " link" : "");
 		f = put_ring_op(&ops[i], r, si, i + 1 < n, prev);
-		/* a link's later ops are cancelled after an error */
+		/*
+		 * A link's later ops are cancelled after an error; on an IOPOLL
+		 * ring 6.1 lets some run on after a polled one failed.
+		 */
+		if (f == 2 && (r->flags & IORING_SETUP_IOPOLL))
+			f = 1;
 		if (f > prev)
 			prev = f;
 	}
@@ -1667,6 +1710,7 @@ static void setup_disk(const char *name)
 	d.max_discard = sysfs_u64("queue/discard_max_hw_bytes", 0) / 512;
 	d.max_wz = sysfs_u64("queue/write_zeroes_max_bytes", 0) / 512;
 	d.ro = sysfs_u64("ro", 0);
+	d.poll = sysfs_u64("queue/io_poll", 0);
 	snprintf(path, sizeof(path), "/sys/block/%s/cache_type", name);
 	f = fopen(path, "r");
 	if (f) {
@@ -1774,7 +1818,7 @@ static void parse_keep(const char *arg)
 static void usage(void)
 {
 	fprintf(stderr, "usage: vbexer [-s SEED] [-n OPS] [-t SECS] [-k LIST] "
-		"[-S] [-P] [-E cache,suspend,fork,close] [-w SECS] [-v] vdX\n");
+		"[-S] [-P] [-E cache,suspend,fork,close] [-w SECS] [-v] [-x drain] vdX\n");
 	exit(2);
 }
 
@@ -1843,6 +1887,8 @@ static int supervise(const char *name, const char *who)
 			fflush(stdout);
 			sh->c.failures++;
 			sh->c.first_fail = sh->cur;
+			/* the kernel's side of it: blocked tasks to the console */
+			write_str("/proc/sysrq-trigger", "w");
 			return -1;	/* it may never return: leave it */
 		}
 		usleep(100000);
@@ -1946,7 +1992,7 @@ int main(int argc, char **argv)
 	o.argv0 = argv[0];
 	o.seed = (uint64_t)time(NULL) * 2654435761ULL ^ (uint64_t)getpid() << 32;
 	o.ev_cache = o.ev_fork = o.ev_close = true;
-	while ((opt = getopt(argc, argv, "s:n:t:k:SPE:w:v")) != -1) {
+	while ((opt = getopt(argc, argv, "s:n:t:k:SPE:w:vx:")) != -1) {
 		switch (opt) {
 		case 's':
 			o.seed = strtoull(optarg, NULL, 0);
@@ -1977,6 +2023,9 @@ int main(int argc, char **argv)
 			break;
 		case 'v':
 			o.verbose = true;
+			break;
+		case 'x':
+			o.no_drain = strstr(optarg, "drain");
 			break;
 		default:
 			usage();

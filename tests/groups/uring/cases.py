@@ -169,6 +169,8 @@ def exer_shape(seed):
         flags = '-P' if os.environ['EXER_PARTNER'] == '1' else ''
     if os.environ.get('EXER_VERBOSE') == '1':
         flags += ' -v'
+    if os.environ.get('EXER_NODRAIN') == '1':
+        flags += ' -x drain'
     if os.environ.get('EXER_KEEP'):
         flags += ' -k ' + os.environ['EXER_KEEP']
     return dict(props=props, ro=ro, params=' '.join(params), events=','.join(events),
