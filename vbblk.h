@@ -379,6 +379,7 @@ static inline unsigned int vbblk_vq_kick_prepare(struct vbblk_vq *vq)
 }
 void vbblk_vq_kick(struct vbblk_vq *vq);
 int vbblk_vq_poll(struct vbblk_vq *vq);
+void vbblk_vqs_poll_all(struct vbblk *vblk);
 int vbblk_vq_poll_batch(struct vbblk_vq *vq, vbblk_batch_fn add, void *batch);
 int vbblk_init_vqs(struct vbblk *vblk, unsigned int want, unsigned int npoll,
 		   bool paired);

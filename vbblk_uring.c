@@ -343,18 +343,13 @@ static void vbblk_uring_ref_release(struct percpu_ref *ref)
  */
 static void vbblk_uring_drain(struct vbblk_uring *ur)
 {
-	struct vbblk *vblk = ur->vblk;
-	unsigned int i;
-
 	if (!ur->killed) {
 		ur->killed = true;
 		percpu_ref_kill(&ur->ref);
 	}
 	while (!wait_event_timeout(ur->gate_wait, percpu_ref_is_zero(&ur->ref),
 				   msecs_to_jiffies(10)))
-		for (i = vblk->num_vqs - vblk->num_poll_vqs; i < vblk->num_vqs;
-		     i++)
-			vbblk_vq_poll(&vblk->vqs[i]);
+		vbblk_vqs_poll_all(ur->vblk);
 	/* Submitters may still notify for ended commands (vbblk_ucmd_queue()) */
 	synchronize_rcu();
 }

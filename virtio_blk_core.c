@@ -962,10 +962,17 @@ static void vbblk_remove(struct virtio_device *vdev)
  * requests at dispatch (quiesced, as upstream virtio_blk does) and new
  * bios park (vbblk_bio_suspend()) until restore.
  */
-static void vbblk_stop_requests(struct request_queue *q)
+static void vbblk_stop_requests(struct vbblk *vblk, struct request_queue *q)
 {
-	unsigned int memflags = vbblk_freeze_queue_save(q);
+	unsigned int memflags = vbblk_freeze_queue_start(q);
 
+	/*
+	 * Polled requests raise no interrupt, and their pollers are frozen
+	 * tasks by now: reap their queues until the freeze is done (6.1's
+	 * virtio_blk waits here for ever).
+	 */
+	while (!blk_mq_freeze_queue_wait_timeout(q, msecs_to_jiffies(10)))
+		vbblk_vqs_poll_all(vblk);
 	blk_mq_quiesce_queue_nowait(q);
 	vbblk_unfreeze_queue_restore(q, memflags);
 }
@@ -986,7 +993,7 @@ static int vbblk_freeze(struct virtio_device *vdev)
 		memflags = vbblk_quiesce(vblk);
 		vbblk_unfreeze_queue_restore(vblk->disk->queue, memflags);
 	}
-	vbblk_stop_requests(vblk->rq_queue);
+	vbblk_stop_requests(vblk, vblk->rq_queue);
 	virtio_reset_device(vdev);
 	flush_work(&vblk->config_work);
 	vbblk_del_vqs(vblk);

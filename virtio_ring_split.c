@@ -313,6 +313,19 @@ int vbblk_vq_poll(struct vbblk_vq *vq)
 }
 
 /*
+ * Reap every poll queue, for a drain whose pollers may never poll again
+ * (frozen tasks, rings the gate refuses): polled commands raise no
+ * interrupt.
+ */
+void vbblk_vqs_poll_all(struct vbblk *vblk)
+{
+	unsigned int i;
+
+	for (i = vblk->num_vqs - vblk->num_poll_vqs; i < vblk->num_vqs; i++)
+		vbblk_vq_poll(&vblk->vqs[i]);
+}
+
+/*
  * Paired, the device's queues are the interrupt-driven direct rings, their
  * indirect rings, then the same two for the poll queues; vq @i's direct
  * ring, and its indirect one. Spread as two sets (vbblk_vq_calc_sets()),

@@ -201,6 +201,25 @@ static inline unsigned int vbblk_freeze_queue_save(struct request_queue *q)
 #endif
 }
 
+/*
+ * A freeze begun, for a caller that waits for it itself
+ * (blk_mq_freeze_queue_wait_timeout()) and then thaws it with
+ * vbblk_unfreeze_queue_restore(): no allocation meanwhile may recurse into
+ * I/O on the frozen queue, as blk_mq_freeze_queue() ensures where it can.
+ */
+static inline unsigned int vbblk_freeze_queue_start(struct request_queue *q)
+{
+#ifdef HAVE_BLK_MQ_FREEZE_QUEUE_MEMFLAGS
+	unsigned int memflags = memalloc_noio_save();
+
+	blk_freeze_queue_start(q);
+	return memflags;
+#else
+	blk_freeze_queue_start(q);
+	return 0;
+#endif
+}
+
 static inline void vbblk_unfreeze_queue_restore(struct request_queue *q,
 						unsigned int memflags)
 {
