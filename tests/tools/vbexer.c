@@ -1313,7 +1313,13 @@ static int put_ring_op(const struct op *op, struct ring *r, unsigned int si,
 	}
 	s->off = reg_lo + op->off;
 	io_uring_sqe_set_data64(sqe, s->ud);
-	sqe->flags |= op->sqflags & ~(o.no_drain ? IOSQE_IO_DRAIN : 0);
+	/*
+	 * 6.1's io_do_iopoll() posts without queueing what a drain held back:
+	 * a drained command behind polled ones waits for ever (stock too).
+	 */
+	sqe->flags |= op->sqflags & ~(o.no_drain ||
+				      (r->flags & IORING_SETUP_IOPOLL) ?
+				      IOSQE_IO_DRAIN : 0);
 	if (link)
 		sqe->flags |= IOSQE_IO_LINK;
 	s->sqe_flags = sqe->flags;
