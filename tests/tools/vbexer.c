@@ -986,7 +986,7 @@ static int node_expect(const struct op *op, const struct ring *r)
 	case F_ROMAP:
 		return op->kind == K_NREAD ? -EFAULT : 1;
 	case F_UNALIGNED:
-		return d.dma_align >= 7 ? -EINVAL : 1;
+		return d.dma_align >= 8 ? -EINVAL : 1;
 	}
 	return 1;
 }
@@ -1147,7 +1147,7 @@ static void prep_bdev(struct io_uring_sqe *sqe, const struct op *op,
 
 	s->buf = op->fault == F_UNALIGNED ? area + 8 : area;
 	s->len = op->len;
-	if (wr && op->fault == F_NONE)
+	if (wr && op->fault != F_LBS)
 		fill(s->buf, op->len, op->idx);
 	if (op->buf == B_FIXED && r->fixed_ok) {
 		if (wr)
@@ -1248,7 +1248,7 @@ static int put_ring_op(const struct op *op, struct ring *r, unsigned int si,
 		if (op->kind == K_BWRITE && d.ro) {
 			want(s, -EBADF);	/* opened read-only: see setup */
 			fails = 2;
-		} else if (op->fault != F_NONE) {
+		} else if (op->fault == F_LBS) {
 			want(s, -EINVAL);
 			if ((r->flags & IORING_SETUP_IOPOLL) && !d.poll)
 				want(s, -EOPNOTSUPP);
@@ -1258,6 +1258,11 @@ static int put_ring_op(const struct op *op, struct ring *r, unsigned int si,
 			want(s, op->len);
 			s->writes = op->kind == K_BWRITE;
 			s->reads = !s->writes;
+			/* 6.1 refuses a buffer 8 bytes off; 7.2 takes it */
+			if (op->fault == F_UNALIGNED) {
+				want(s, -EINVAL);
+				fails = 1;
+			}
 			if (op->rwflags & 1) {
 				want(s, -EAGAIN);
 				fails = 1;
