@@ -29,7 +29,8 @@
  *     -k LIST   issue only these operations: "3,17,40-45" or @FILE
  *     -S        on a failure, shrink it to a short list and print it
  *     -P        a partner process on the second half of the disk
- *     -E LIST   events: cache,suspend,fork,close (default cache,fork,close)
+ *     -E LIST   events: cache,suspend,fork,close (default cache,fork,close);
+ *               at most two suspends a run, by the first process only
  *     -w SECS   stall bound (default 60)        -v  print each operation
  *     -x drain  never set IOSQE_IO_DRAIN (drawn all the same)
  *
@@ -1530,6 +1531,7 @@ static void do_sys(const struct op *op)
 /* ---- events, carried out by a second process ---- */
 
 static pid_t evpid = -1;
+static unsigned int suspends;
 
 static int write_str(const char *path, const char *s)
 {
@@ -1593,9 +1595,11 @@ static void do_event(const struct op *op)
 	case K_EVCACHE:
 	case K_EVSUSPEND:
 		event_wait();
-		if (sh->event_rc && op->kind == K_EVSUSPEND)
-			failf(op->idx, "suspend (pm_test=devices): %s",
+		if (sh->event_rc && sh->event_kind == K_EVSUSPEND)
+			failf(op->idx, "the suspend before (pm_test=devices): %s",
 			      strerror(-sh->event_rc));
+		if (op->kind == K_EVSUSPEND)
+			suspends++;
 		sh->event_kind = op->kind;
 		sh->event_req++;
 		/* in flight beside our commands; waited for at the next one */
@@ -1620,6 +1624,9 @@ static void do_event(const struct op *op)
 
 /* ---- the run ---- */
 
+/* Suspends a run makes at most (each takes pm_test's 5 s): -E suspend */
+#define MAX_SUSPENDS	2
+
 static bool keep(uint64_t idx)
 {
 	return !keep_set || keep_set[idx];
@@ -1628,7 +1635,8 @@ static bool keep(uint64_t idx)
 static bool event_on(uint8_t kind)
 {
 	return (kind == K_EVCACHE && o.ev_cache) ||
-	       (kind == K_EVSUSPEND && o.ev_suspend) ||
+	       (kind == K_EVSUSPEND && o.ev_suspend &&
+		suspends < MAX_SUSPENDS) ||
 	       (kind == K_EVFORK && o.ev_fork);
 }
 
@@ -1684,6 +1692,9 @@ static void run(void)
 	}
 	drain_all();
 	event_wait();
+	if (sh->event_rc && sh->event_kind == K_EVSUSPEND)
+		failf(o.nops, "the last suspend (pm_test=devices): %s",
+		      strerror(-sh->event_rc));
 	for (i = 0; i < nrings; i++)
 		ring_close(&rings[i], false);
 }
@@ -2063,6 +2074,7 @@ int main(int argc, char **argv)
 			reg_hi = d.bytes;
 			o.seed = o.seed * 6364136223846793005ULL + 1;
 			o.shrink = false;
+			o.ev_suspend = false;	/* one process suspends */
 			rc = supervise(argv[optind], " (partner)");
 			printf("exerciser: partner: %" PRIu64 " operations, seed 0x%"
 			       PRIx64 ", %" PRIu64 " failures\n", sh->c.ops, o.seed,

@@ -160,7 +160,7 @@ def exer_shape(seed):
     if r.random() < 0.2:
         params.append('batch=0')
     events = ['cache', 'fork', 'close']
-    if os.environ.get('EXER_SUSPEND') == '1':
+    if os.environ.get('EXER_SUSPEND') != '0':
         events.append('suspend')
     if os.environ.get('EXER_EVENTS') is not None:
         events = os.environ['EXER_EVENTS'].split(',')

@@ -9,6 +9,14 @@
 [ "$DRIVER" = vbblk ] || skip "vbblk only"
 . /host/exer.env
 log "seed $EXER_SEED; device: $EXER_SHAPE; parameters: $EXER_PARAMS"
+case ",$EXER_EVENTS," in
+*,suspend,*)
+	[ -w /sys/power/pm_test ] || fail "kernel has no /sys/power/pm_test (CONFIG_PM_DEBUG)"
+	echo 5 > /sys/module/suspend/parameters/pm_test_delay 2>/dev/null || true
+	# 9pnet_virtio has no freeze/restore: let go of the host share first
+	umount /host || fail "cannot unmount the host share"
+	;;
+esac
 drv_load $EXER_PARAMS
 d=$(disk_by_serial EXER-1)
 log "$d: cache_type $(cat /sys/block/$d/cache_type)," \
