@@ -549,6 +549,8 @@ static int vbblk_uring_import_vec(struct io_uring_cmd *ioucmd,
 			v[i].iov_base = compat_ptr(base);
 			v[i].iov_len = len;
 		}
+#else
+		return -EINVAL;
 #endif
 	} else if (copy_from_user(v, addr, nr * sizeof(*v))) {
 		return -EFAULT;
