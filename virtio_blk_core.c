@@ -962,8 +962,9 @@ static void vbblk_remove(struct virtio_device *vdev)
  * requests at dispatch (quiesced, as upstream virtio_blk does) and new
  * bios park (vbblk_bio_suspend()) until restore.
  */
-static void vbblk_stop_requests(struct vbblk *vblk, struct request_queue *q)
+static void vbblk_stop_requests(struct vbblk *vblk)
 {
+	struct request_queue *q = vblk->rq_queue;
 	unsigned int memflags = vbblk_freeze_queue_start(q);
 
 	/*
@@ -993,7 +994,7 @@ static int vbblk_freeze(struct virtio_device *vdev)
 		memflags = vbblk_quiesce(vblk);
 		vbblk_unfreeze_queue_restore(vblk->disk->queue, memflags);
 	}
-	vbblk_stop_requests(vblk, vblk->rq_queue);
+	vbblk_stop_requests(vblk);
 	virtio_reset_device(vdev);
 	flush_work(&vblk->config_work);
 	vbblk_del_vqs(vblk);
