@@ -177,10 +177,10 @@ def exer_shape(seed):
                 flags=(flags + ' -S').strip())
 
 
-def _exer_disks(seed):
+def _exer_disks(seed, ops):
     sh = exer_shape(seed)
     _exer.clear()
-    _exer.update(sh, seed=seed)
+    _exer.update(sh, seed=seed, ops=int(os.environ.get('EXER_OPS', str(ops))))
     return [Disk('exer1', '32M', serial='EXER-1', read_only=sh['ro'], props=sh['props'],
                  prefill=random_fill)]
 
@@ -192,31 +192,30 @@ def _exer_setup(guest):
     with open(os.path.join(guest.share, 'exer.env'), 'w') as f:
         f.write('EXER_SEED=0x%x\nEXER_SHAPE="%s"\nEXER_PARAMS="%s"\nEXER_EVENTS=%s\n'
                 'EXER_FLAGS="%s"\nEXER_OPS=%d\nEXER_SECS=%d\n'
-                % (sh['seed'], shape, sh['params'], sh['events'], sh['flags'],
-                   int(os.environ.get('EXER_OPS', '4000')),
+                % (sh['seed'], shape, sh['params'], sh['events'], sh['flags'], sh['ops'],
                    int(os.environ.get('EXER_SECS', '150'))))
 
 
+# CI's pass: the fixed seed, then one drawn for the run, each in both modes
+# (and in bio mode in the debug pass); EXER_OPS sets both.
 @test('exercise', timeout=420, vbblk_only=True, setup=_exer_setup, leaks=True)
 def _exercise():
     """the exerciser with a fixed seed (EXER_SEED=... picks another): operations drawn over
     the node (every opcode, one fault each, plain/registered/vectored/file-backed buffers,
     IOPOLL/SQPOLL/SINGLE_ISSUER/DEFER_TASKRUN/COOP_TASKRUN rings, links, cancels, timeouts,
     two rings), the block device (O_DIRECT, buffered, ioctls) and events (cache_type flips,
-    a fork, a ring closed mid-flight), every result checked against a model of the disk; the
-    device shape and module parameters drawn from the same seed"""
-    return _exer_disks(int(os.environ.get('EXER_SEED', str(EXER_FIXED_SEED)), 0))
+    a fork, a ring closed mid-flight, suspends), every result checked against a model of the
+    disk; the device shape and module parameters drawn from the same seed"""
+    return _exer_disks(int(os.environ.get('EXER_SEED', str(EXER_FIXED_SEED)), 0), 4000)
 
 
-# opt-in (named on the command line) until what it still finds is fixed:
-# docs/testing.md, "The exerciser"
-@test('exercise_random', timeout=420, vbblk_only=True, setup=_exer_setup, leaks=True,
-      optional=True)
+@test('exercise_random', timeout=420, vbblk_only=True, setup=_exer_setup, leaks=True)
 def _exercise_random():
-    """the exerciser as above with a seed drawn at each run (printed; EXER_SEED=... replays
-    it): a new device shape, parameters and operations each time"""
+    """the exerciser as above with a seed drawn at each run (printed, with the command
+    that replays it; EXER_SEED=... replays it): a new device shape, parameters and
+    operations each time"""
     seed = os.environ.get('EXER_SEED')
-    return _exer_disks(int(seed, 0) if seed else random_seed())
+    return _exer_disks(int(seed, 0) if seed else random_seed(), 2500)
 
 
 def random_seed():

@@ -26,5 +26,7 @@ log "$d: cache_type $(cat /sys/block/$d/cache_type)," \
 	"wzeroes $(cat /sys/block/$d/queue/write_zeroes_max_bytes)"
 vbexer -s "$EXER_SEED" -n "$EXER_OPS" -t "$((EXER_SECS * VBSCALE))" \
 	-w "$((60 * VBSCALE))" -E "$EXER_EVENTS" $EXER_FLAGS "$d" ||
-	fail "the exerciser found a result the model does not allow (above)"
+	fail "the exerciser found a result the model does not allow (above);" \
+		"replay: EXER_SEED=$EXER_SEED EXER_OPS=$EXER_OPS tests/run" \
+		"'exercise[$(cat /sys/module/vbblk/parameters/mode)]'"
 log "ok"
