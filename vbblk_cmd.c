@@ -128,8 +128,11 @@ int vbblk_flush_sync(struct vbblk_vq *vq)
 	unsigned int notify;
 	int err;
 
-	/* kmalloc: the device writes the status byte. */
-	cmd = kzalloc(sizeof(*cmd), GFP_KERNEL);
+	/*
+	 * kmalloc: the device writes the status byte. NOIO: the caller has
+	 * frozen the queue that reclaim would write back into.
+	 */
+	cmd = kzalloc(sizeof(*cmd), GFP_NOIO);
 	if (!cmd)
 		return -ENOMEM;
 	vbblk_iohdr_setup(&cmd->hdr, vbblk_sync_end);

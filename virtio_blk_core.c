@@ -303,7 +303,9 @@ static ssize_t cache_type_store(struct device *dev,
 {
 	struct gendisk *disk = dev_to_disk(dev);
 	struct vbblk *vblk = disk->private_data;
-	unsigned int memflags = 0;
+	struct request_queue *q = disk->queue;
+	struct vbblk_wc_update u;
+	unsigned int memflags;
 	bool quiesce;
 	int i, err;
 
@@ -321,24 +323,32 @@ static ssize_t cache_type_store(struct device *dev,
 	 * Write back to write through: writes already completed may sit in
 	 * the device's cache, and once the block layer knows the cache is
 	 * gone it sends no flush for them. So no I/O runs while we flush and
-	 * switch, and a failed flush leaves the cache as it was.
+	 * switch, and a failed flush leaves the cache as it was. One freeze
+	 * covers both, taken after the limits, as the block layer orders them.
 	 */
 	quiesce = !i && vbblk_config_writeback(vblk->vdev);
-	err = 0;
+	vbblk_write_cache_start(q, &u);
 	if (quiesce) {
 		memflags = vbblk_quiesce(vblk);
 		err = vbblk_flush_sync(&vblk->vqs[0]);
+	} else {
+		memflags = vbblk_freeze_queue_save(q);
+		err = 0;
 	}
 	if (!err) {
 		virtio_cwrite8(vblk->vdev,
 			       offsetof(struct virtio_blk_config, wce), i);
 		/* Report what the device accepted, not what we asked for. */
-		err = vbblk_update_write_cache(disk->queue,
+		err = vbblk_write_cache_commit(q, &u,
 					       vbblk_config_writeback(vblk->vdev),
 					       vbblk_fua(vblk));
+	} else {
+		vbblk_write_cache_cancel(q, &u);
 	}
 	if (quiesce)
 		vbblk_unquiesce(vblk, memflags);
+	else
+		vbblk_unfreeze_queue_restore(q, memflags);
 	mutex_unlock(&vblk->vdev_mutex);
 	return err ? err : count;
 }

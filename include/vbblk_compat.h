@@ -13,6 +13,7 @@
 #include <linux/blk-mq.h>
 #include <linux/blkdev.h>
 #include <linux/device.h>
+#include <linux/sched/mm.h>
 #include <linux/virtio_config.h>
 
 #ifdef VBBLK_NO_FEATURES
@@ -187,37 +188,34 @@ static inline struct request_queue *vbblk_alloc_queue(struct blk_mq_tag_set *set
 }
 
 /*
- * Frozen and thawed within one call: the memalloc flags go back. A freeze
- * never outlives the call that made it (suspend included, see
- * vbblk_freeze()), so there is no variant that keeps the task's flags.
+ * Frozen and thawed within one call, allocations meanwhile NOIO: reclaim
+ * must not write back into the frozen queue. Where blk_mq_freeze_queue()
+ * does not save the task's memalloc flags itself, we do. A freeze never
+ * outlives the call that made it (suspend included, see vbblk_freeze()).
  */
 static inline unsigned int vbblk_freeze_queue_save(struct request_queue *q)
 {
 #ifdef HAVE_BLK_MQ_FREEZE_QUEUE_MEMFLAGS
 	return blk_mq_freeze_queue(q);
 #else
+	unsigned int memflags = memalloc_noio_save();
+
 	blk_mq_freeze_queue(q);
-	return 0;
+	return memflags;
 #endif
 }
 
 /*
  * A freeze begun, for a caller that waits for it itself
  * (blk_mq_freeze_queue_wait_timeout()) and then thaws it with
- * vbblk_unfreeze_queue_restore(): no allocation meanwhile may recurse into
- * I/O on the frozen queue, as blk_mq_freeze_queue() ensures where it can.
+ * vbblk_unfreeze_queue_restore(): NOIO from here, as above.
  */
 static inline unsigned int vbblk_freeze_queue_start(struct request_queue *q)
 {
-#ifdef HAVE_BLK_MQ_FREEZE_QUEUE_MEMFLAGS
 	unsigned int memflags = memalloc_noio_save();
 
 	blk_freeze_queue_start(q);
 	return memflags;
-#else
-	blk_freeze_queue_start(q);
-	return 0;
-#endif
 }
 
 static inline void vbblk_unfreeze_queue_restore(struct request_queue *q,
@@ -227,34 +225,52 @@ static inline void vbblk_unfreeze_queue_restore(struct request_queue *q,
 	blk_mq_unfreeze_queue(q, memflags);
 #else
 	blk_mq_unfreeze_queue(q);
+	memalloc_noio_restore(memflags);
 #endif
 }
 
 /*
- * The write cache switched at run time. Where features are limits they
- * change only by a limits update, with the queue frozen so no I/O sees
- * half of it.
+ * The write cache switched at run time, in the block layer's lock order:
+ * the limits first (where features are limits, limits_lock), then the
+ * caller freezes the queue, commits or cancels, and thaws it.
  */
-static inline int vbblk_update_write_cache(struct request_queue *q,
+struct vbblk_wc_update {
+#ifdef HAVE_QUEUE_LIMITS_FEATURES
+	struct queue_limits lim;
+#endif
+};
+
+static inline void vbblk_write_cache_start(struct request_queue *q,
+					   struct vbblk_wc_update *u)
+{
+#ifdef HAVE_QUEUE_LIMITS_FEATURES
+	u->lim = queue_limits_start_update(q);
+#endif
+}
+
+/* The queue is frozen. */
+static inline int vbblk_write_cache_commit(struct request_queue *q,
+					   struct vbblk_wc_update *u,
 					   bool write_cache, bool fua)
 {
 #ifdef HAVE_QUEUE_LIMITS_FEATURES
-	struct queue_limits lim = queue_limits_start_update(q);
-	unsigned int memflags;
-	int err;
-
-	lim.features &= ~(BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA);
+	u->lim.features &= ~(BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA);
 	if (write_cache)
-		lim.features |= BLK_FEAT_WRITE_CACHE;
+		u->lim.features |= BLK_FEAT_WRITE_CACHE;
 	if (fua)
-		lim.features |= BLK_FEAT_FUA;
-	memflags = vbblk_freeze_queue_save(q);
-	err = queue_limits_commit_update(q, &lim);
-	vbblk_unfreeze_queue_restore(q, memflags);
-	return err;
+		u->lim.features |= BLK_FEAT_FUA;
+	return queue_limits_commit_update(q, &u->lim);
 #else
 	blk_queue_write_cache(q, write_cache, fua);
 	return 0;
+#endif
+}
+
+static inline void vbblk_write_cache_cancel(struct request_queue *q,
+					    struct vbblk_wc_update *u)
+{
+#ifdef HAVE_QUEUE_LIMITS_FEATURES
+	queue_limits_cancel_update(q);
 #endif
 }
 
