@@ -29,6 +29,15 @@ expect_eq "cache_type" "$(sysblk $d cache_type)" "write back"
 expect_eq "host writeback" "$(hostwb)" true
 mustfail sh -c "echo bogus > /sys/block/$d/cache_type"
 expect_eq "cache_type after bogus write" "$(sysblk $d cache_type)" "write back"
+# A switch and a limit store, each with its queue lock order: the block
+# layer takes the limits, then freezes (max_sectors_kb from 6.13); a switch
+# that freezes first is an inversion lockdep reports (debug-7.2).
+msk=$(sysblk $d queue/max_sectors_kb)
+echo 256 > /sys/block/$d/queue/max_sectors_kb || fail "cannot write max_sectors_kb"
+echo "write through" > /sys/block/$d/cache_type || fail "cannot write cache_type"
+echo "$msk" > /sys/block/$d/queue/max_sectors_kb || fail "cannot write max_sectors_kb"
+echo "write back" > /sys/block/$d/cache_type || fail "cannot write cache_type"
+must vbtool check /dev/$d 1M 1M 2
 # reload in write-through mode; data must still be there (setting is just logged)
 echo "write through" > /sys/block/$d/cache_type
 drv_unload
