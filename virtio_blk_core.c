@@ -984,7 +984,12 @@ static void vbblk_stop_requests(struct vbblk *vblk)
 	 */
 	while (!blk_mq_freeze_queue_wait_timeout(q, msecs_to_jiffies(10)))
 		vbblk_vqs_poll_all(vblk);
-	blk_mq_quiesce_queue_nowait(q);
+	/*
+	 * A dispatch whose request the device has already completed may still
+	 * be on its way to notify (after the lock): wait for it, or the
+	 * notify meets a deleted virtqueue.
+	 */
+	blk_mq_quiesce_queue(q);
 	vbblk_unfreeze_queue_restore(q, memflags);
 }
 
