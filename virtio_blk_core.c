@@ -758,9 +758,13 @@ static bool vbblk_device_gone(struct vbblk *vblk)
 	if (status == 0xff || (status & VIRTIO_CONFIG_S_NEEDS_RESET) ||
 	    vblk->rings_gone)
 		return true;
-	for (i = 0; i < vblk->num_vqs; i++)
-		if (virtqueue_is_broken(vblk->vqs[i].vq))
+	for (i = 0; i < vblk->num_vqs; i++) {
+		struct vbblk_vq *vq = &vblk->vqs[i];
+
+		if (virtqueue_is_broken(vq->vq) ||
+		    (vq->big && virtqueue_is_broken(vq->big)))
 			return true;
+	}
 	return false;
 }
 

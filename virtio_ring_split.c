@@ -490,8 +490,9 @@ static struct vbblk_iohdr **vbblk_vq_detach(struct vbblk_vq *vq,
 
 /*
  * Give up on a device that stopped answering (its vhost-user backend
- * died): reset it, after which it never touches our buffers again, and end
- * everything it held with an I/O error. From here on the ring refuses
+ * died): reset it, after which it never touches our buffers again, end
+ * what it had completed as it said and everything else it held with an
+ * I/O error. From here on the ring refuses
  * every command (vblk->broken), so the paths that wanted room, called
  * now, fail what they kept back, and new I/O fails at once, including the
  * bio-by-bio retries the errors would otherwise start.
@@ -508,6 +509,14 @@ void vbblk_vqs_abort(struct vbblk *vblk)
 		unsigned long flags;
 
 		spin_lock_irqsave(&vq->lock, flags);
+		/*
+		 * What the device completed before the reset, not yet reaped
+		 * (a poll queue nobody polls), ends with the device's status;
+		 * the rest fails.
+		 */
+		tail = vbblk_vq_get_bufs(vq, vq->vq, tail);
+		if (vq->big)
+			tail = vbblk_vq_get_bufs(vq, vq->big, tail);
 		tail = vbblk_vq_detach(vq, vq->vq, tail);
 		if (vq->big)
 			tail = vbblk_vq_detach(vq, vq->big, tail);
