@@ -21,6 +21,7 @@
  * for: a 4k command then costs no allocation, a 1 MiB one still one
  * descriptor. Both rings are under the one lock.
  */
+#include <linux/error-injection.h>
 #include <linux/interrupt.h>
 #include <linux/mm.h>
 #include <linux/slab.h>
@@ -445,6 +446,8 @@ out:
 	kfree(vqs);
 	return err;
 }
+/* A failed restore on any kernel with fail_function (test: restore_ext4). */
+ALLOW_ERROR_INJECTION(vbblk_init_vqs, ERRNO);
 
 /* The device must already be reset: no callback can run after this. */
 void vbblk_del_vqs(struct vbblk *vblk)

@@ -41,12 +41,16 @@ def _faultinject():
 
 @test('restore_fail', leaks=True, timeout=420, vbblk_only=True, kmod=('vbfault',))
 def _restore_fail():
-    """a resume whose restore cannot make the virtqueues (tests/kmod/vbfault.ko drv_fail
-    fails every allocation of vbblk's for the suspend): cache_type write back -> write
-    through, O_DIRECT and fsync'ed I/O, GET_ID, SG_IO and a passthrough command each fail
-    within 60 s; a second suspend is harmless; unbind (with dirty pages) and rmmod complete;
-    reloaded, the driver binds the device again and the data reads back. SKIP from 6.10"""
-    return [Disk('rf', '64M', serial='RF-1', props={'num-queues': 2, 'config-wce': 'on'})]
+    """a resume whose restore cannot make the virtqueues (fail_function on vbblk_init_vqs,
+    or tests/kmod/vbfault.ko drv_fail failing every allocation of vbblk's for the suspend)
+    ends, with ext4 mounted on one disk: cache_type write back -> write through, O_DIRECT
+    and fsync'ed I/O, GET_ID, SG_IO, a passthrough command and an ext4 fsync each fail
+    within 60 s, the ext4 unmounts; a second suspend is harmless; unbind (with dirty pages)
+    and rmmod complete; reloaded, the driver binds the devices again, the data reads back
+    and the ext4 files synced before are intact after fsck. SKIP from 6.10 without
+    fail_function"""
+    return [Disk('rf', '64M', serial='RF-1', props={'num-queues': 2, 'config-wce': 'on'}),
+            Disk('rf2', '64M', serial='RF-2', props={'config-wce': 'on'})]
 
 
 @test('frag_probe', timeout=240, kmod=('vbfault',))
