@@ -230,6 +230,7 @@ struct vbblk {
 	unsigned int depth;		/* bio commands per queue */
 
 	struct work_struct config_work;	/* capacity change */
+	struct work_struct dead_mark_work; /* a failed restore: disk dead */
 	/* remove: a device that stopped answering (vbblk_dead_check()) */
 	struct delayed_work dead_work;
 	unsigned long dead_seen;	/* completions at the last check */

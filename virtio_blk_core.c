@@ -768,6 +768,13 @@ static bool vbblk_device_gone(struct vbblk *vblk)
 	return false;
 }
 
+static void vbblk_dead_mark(struct work_struct *work)
+{
+	struct vbblk *vblk = container_of(work, struct vbblk, dead_mark_work);
+
+	blk_mark_disk_dead(vblk->disk);
+}
+
 static void vbblk_dead_check(struct work_struct *work)
 {
 	struct vbblk *vblk = container_of(to_delayed_work(work), struct vbblk,
@@ -818,6 +825,7 @@ static int vbblk_probe(struct virtio_device *vdev)
 	vblk->mode = vbblk_mode;
 	mutex_init(&vblk->vdev_mutex);
 	INIT_WORK(&vblk->config_work, vbblk_config_work);
+	INIT_WORK(&vblk->dead_mark_work, vbblk_dead_mark);
 	INIT_DELAYED_WORK(&vblk->dead_work, vbblk_dead_check);
 	vblk->stats = alloc_percpu(struct vbblk_stats);
 	if (!vblk->stats) {
@@ -930,6 +938,7 @@ static void vbblk_remove(struct virtio_device *vdev)
 
 	/* The virtio core disabled config callbacks before calling us. */
 	flush_work(&vblk->config_work);
+	flush_work(&vblk->dead_mark_work);
 
 	vblk->dead_seen = vbblk_vqs_completed(vblk);
 	vblk->dead_stalled = 0;
@@ -1025,10 +1034,13 @@ static int vbblk_freeze(struct virtio_device *vdev)
  * Restore could not make the rings: the disk is dead until it is unbound.
  * Held I/O would wait for ever, and unbind would then hang writing dirty
  * pages back into it; so everything fails instead. The ring refuses
- * commands (broken), new bios fail before they reach the bio path
- * (blk_mark_disk_dead()) and parked ones fail where they wait, the
- * driver's requests are refused (vbblk_rq_alloc_drv()) once dispatched
- * again, and the passthrough node goes.
+ * commands (broken), and so do the bio path and the driver's requests
+ * (vbblk_rq_alloc_drv()): parked bios and quiesced requests fail once let
+ * go, and the passthrough node goes. The disk is marked dead
+ * (blk_mark_disk_dead(): capacity 0, its file systems shut down) from a
+ * work item, as nvme does from its reset work: not in the resume callback,
+ * while kernel threads a file system may wait on (jbd2, writeback) are
+ * still frozen.
  */
 static void vbblk_restore_failed(struct vbblk *vblk, int err)
 {
@@ -1036,11 +1048,11 @@ static void vbblk_restore_failed(struct vbblk *vblk, int err)
 		"%s: no virtqueues after resume (error %d): failing all I/O\n",
 		vblk->disk->disk_name, err);
 	WRITE_ONCE(vblk->broken, true);
-	blk_mark_disk_dead(vblk->disk);
 	vbblk_uring_remove(vblk);
 	blk_mq_unquiesce_queue(vblk->rq_queue);
 	if (vblk->mode == VBBLK_MODE_BIO)
 		vbblk_bio_resume(vblk);
+	schedule_work(&vblk->dead_mark_work);
 }
 
 static int vbblk_restore(struct virtio_device *vdev)
