@@ -27,7 +27,9 @@
  *     wzeroes getid, or a number), sector, len, nr, flags, ioprio, rsvd,
  *     cmdop, fixed=1, vec=1, sqe64=1 (a ring without SQE128), poll=1 (an
  *     IOPOLL ring), n=COUNT (the command COUNT times on the ring, one after
- *     another: every result must be the first's), cpu=N (run
+ *     another: every result must be the first's), hold=K (K commands
+ *     left unreaped, one more from io-wq, print "held=K+1", wait to be
+ *     killed), cpu=N (run
  *     there), and
  *     addr=buf|null|bad|kernel|wrap|unaligned|ro|hole (ro: a read-only
  *     mapping; hole: only the buffer's first page is mapped; wrap: the
@@ -57,6 +59,7 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define PATTERN_K	0x9e3779b97f4a7c15ULL
@@ -447,6 +450,26 @@ static uint64_t kvnum(int argc, char **argv, const char *key, uint64_t def)
 	return v ? strtoull(v, NULL, 0) : def;
 }
 
+/* One passthrough SQE of @c on @ring (cmdop= and fixed= from the keys). */
+static struct io_uring_sqe *cmd_sqe(struct io_uring *ring, int argc,
+				    char **argv, int fd,
+				    const struct vbblk_uring_cmd *c, bool sqe64)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+
+	if (!sqe)
+		die("io_uring_get_sqe", EBUSY);
+	memset(sqe, 0, sqe64 ? sizeof(*sqe) : 2 * sizeof(*sqe));
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = fd;
+	sqe->cmd_op = kvnum(argc, argv, "cmdop", VBBLK_URING_CMD_IO);
+	if (kvnum(argc, argv, "fixed", 0))
+		sqe->uring_cmd_flags = IORING_URING_CMD_FIXED;
+	/* A 64-byte SQE has room for the first 16 bytes only. */
+	memcpy(sqe->cmd, c, sqe64 ? 16 : sizeof(*c));
+	return sqe;
+}
+
 static int run_cmd(int argc, char **argv)
 {
 	static const char *const ops[] = { "", "read", "write", "flush", "discard",
@@ -460,7 +483,7 @@ static int run_cmd(int argc, char **argv)
 	struct iovec iov[2];
 	bool sqe64 = kvnum(argc, argv, "sqe64", 0);
 	size_t buflen = 1 << 20;
-	unsigned int i, n, count;
+	unsigned int i, n, count, hold;
 	char *buf;
 	int fd, ret, first = 0;
 
@@ -533,7 +556,8 @@ static int run_cmd(int argc, char **argv)
 		p.flags |= IORING_SETUP_SQE128;
 	if (kvnum(argc, argv, "poll", 0))
 		p.flags |= IORING_SETUP_IOPOLL;
-	ret = io_uring_queue_init_params(4, &ring, &p);
+	ret = io_uring_queue_init_params(kvnum(argc, argv, "hold", 0) + 4,
+					 &ring, &p);
 	if (ret)
 		die("io_uring_queue_init", -ret);
 	if (kvnum(argc, argv, "fixed", 0)) {
@@ -543,17 +567,37 @@ static int run_cmd(int argc, char **argv)
 		if (ret)
 			die("io_uring_register_buffers", -ret);
 	}
+	hold = kvnum(argc, argv, "hold", 0);
+	if (hold) {
+		/*
+		 * hold=K: K commands left unreaped on the ring (on an IOPOLL
+		 * ring their completions wait for a poll that never comes),
+		 * then one more issued from io-wq (IOSQE_ASYNC), then wait to
+		 * be killed: what removal and suspend must not wait for.
+		 */
+		for (n = 0; n <= hold; n++) {
+			sqe = cmd_sqe(&ring, argc, argv, fd, &c, sqe64);
+			if (n == hold)
+				sqe->flags |= IOSQE_ASYNC;
+		}
+		/*
+		 * Not io_uring_submit(): on an IOPOLL ring it asks for events
+		 * too, and that poll would reap what must stay unreaped.
+		 */
+		ring.sq.sqe_head = ring.sq.sqe_tail;
+		io_uring_smp_store_release(ring.sq.ktail, ring.sq.sqe_tail);
+		ret = syscall(__NR_io_uring_enter, ring.ring_fd, hold + 1, 0, 0,
+			      NULL, 0);
+		if (ret < 0)
+			die("io_uring_enter", errno);
+		printf("held=%u\n", ret);
+		fflush(stdout);
+		for (;;)
+			pause();
+	}
 	count = kvnum(argc, argv, "n", 1);
 	for (n = 0; n < count; n++) {
-		sqe = io_uring_get_sqe(&ring);
-		memset(sqe, 0, sqe64 ? sizeof(*sqe) : 2 * sizeof(*sqe));
-		sqe->opcode = IORING_OP_URING_CMD;
-		sqe->fd = fd;
-		sqe->cmd_op = kvnum(argc, argv, "cmdop", VBBLK_URING_CMD_IO);
-		if (kvnum(argc, argv, "fixed", 0))
-			sqe->uring_cmd_flags = IORING_URING_CMD_FIXED;
-		/* A 64-byte SQE has room for the first 16 bytes only. */
-		memcpy(sqe->cmd, &c, sqe64 ? 16 : sizeof(c));
+		cmd_sqe(&ring, argc, argv, fd, &c, sqe64);
 		ret = io_uring_submit_and_wait(&ring, 1);
 		if (ret < 0)
 			die("io_uring_submit_and_wait", -ret);
