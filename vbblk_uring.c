@@ -1046,21 +1046,37 @@ static struct vbblk_ucmd *vbblk_ucmd_spare(struct vbblk_uring_vq *uvq)
 /*
  * A free command of @uvq's pool, once the ring's completions give one back,
  * or a spare one when we may not wait (@nowait). Out of line, as above.
+ * The pool refills only as the rings' owners reap their completions, which
+ * a drain (removal, suspend) cannot do for them: so the wait holds no gate
+ * (*@gated drops it), and passes the gate again with a command in hand.
  */
 static noinline struct vbblk_ucmd *vbblk_ucmd_wait(struct vbblk_uring_vq *uvq,
-						   bool nowait)
+						   bool nowait, bool *gated)
 {
-	struct vbblk *vblk = uvq->ur->vblk;
+	struct vbblk_uring *ur = uvq->ur;
 	struct vbblk_ucmd *uc;
+	int err;
 
 	if (nowait)
 		return vbblk_ucmd_spare(uvq) ?: ERR_PTR(-ENOMEM);
+	vbblk_stat_inc(ur->vblk, VBBLK_STAT_RING_FULL_WAITS);
+	if (*gated)
+		percpu_ref_put(&ur->ref);
+	*gated = false;
 	while (!(uc = vbblk_ucmd_get(uvq))) {
-		vbblk_stat_inc(vblk, VBBLK_STAT_RING_FULL_WAITS);
 		if (wait_event_interruptible(uvq->wait,
-					     !llist_empty(&uvq->free)))
+					     !llist_empty(&uvq->free) ||
+					     READ_ONCE(ur->dead)))
 			return ERR_PTR(-EINTR);
+		if (READ_ONCE(ur->dead))
+			return ERR_PTR(-ENODEV);
 	}
+	err = vbblk_uring_enter(ur, false);
+	if (err) {
+		vbblk_ucmd_drop(uc);
+		return ERR_PTR(err);
+	}
+	*gated = true;
 	return uc;
 }
 
@@ -1133,7 +1149,7 @@ static __always_inline int vbblk_uring_submit(struct io_uring_cmd *ioucmd,
 	uvq = vbblk_uring_pick(ur, poll);
 	uc = vbblk_ucmd_get(uvq);
 	if (unlikely(!uc)) {
-		uc = vbblk_ucmd_wait(uvq, nowait);
+		uc = vbblk_ucmd_wait(uvq, nowait, &gated);
 		if (IS_ERR(uc)) {
 			err = PTR_ERR(uc);
 			goto out_put;
@@ -1423,11 +1439,15 @@ out_put:
 void vbblk_uring_remove(struct vbblk *vblk)
 {
 	struct vbblk_uring *ur = vblk->uring;
+	unsigned int i;
 
 	if (!ur)
 		return;
 	cdev_device_del(&ur->cdev, &ur->dev);
 	WRITE_ONCE(ur->dead, true);
+	/* Submitters waiting for a free command, gate-less: it is gone. */
+	for (i = 0; i < ur->nr_vqs; i++)
+		wake_up_all(&ur->uvqs[i].wait);
 	vbblk_uring_drain(ur);
 	wake_up_all(&ur->gate_wait);	/* frozen submitters: it is gone */
 	WRITE_ONCE(vblk->uring, NULL);
