@@ -12,6 +12,9 @@
 #    so it neither waits for remove_timeout nor fails with EIO what the
 #    device completed; the load sees ENODEV only
 #  - polled reads, then rmmod at once: nothing of the module is left to run
+#  - unbind while every command of a queue's pool is a completed polled one
+#    nobody reaps and one more from io-wq waits for a free one: the waiter
+#    holds no gate, unbind ends, the waiter gets ENODEV
 . /tests/lib.sh
 [ "$DRIVER" = vbblk ] || skip "vbblk only"
 drv_load poll_queues=1
@@ -101,5 +104,44 @@ must vbuio -m check -q 8 -b 65536 -z 8388608 -x 51 /dev/vbblk/$d2
 
 # Polled reads into fresh pages, the ring closed, the module gone at once.
 must vbuio -m randread -p -q 16 -b 65536 -n 2000 /dev/vbblk/$d1
+drv_unload
+
+# A pool of 4 commands per queue, all polled commands the device completed
+# and nobody reaps (their ring's owner sleeps), and one more issued from
+# io-wq that waits for a free one: unbind must not wait on that waiter,
+# which would hold the gate until the owner polls (issue 48, M1).
+drv_load poll_queues=1 queue_depth=4
+d2=$(disk_by_serial LIFE-2)
+vbuio cmd /dev/vbblk/$d2 op=read len=4096 poll=1 hold=4 > /tmp/hold.out 2>&1 &
+ph=$!
+i=0
+until grep -q '^held=5$' /tmp/hold.out; do
+	i=$((i + 1))
+	[ $i -le $((100 * VBSCALE)) ] || { cat /tmp/hold.out; fail "hold=4: not submitted"; }
+	sleep 0.1
+done
+i=0
+until [ "$(sysblk $d2 vbblk/ring_full_waits)" -gt 0 ]; do
+	i=$((i + 1))
+	[ $i -le $((100 * VBSCALE)) ] ||
+		fail "the command from io-wq did not wait for a free command"
+	sleep 0.1
+done
+( echo "$vdev" > /sys/bus/virtio/drivers/vbblk/unbind; echo "rc=$?" > /tmp/unbind.rc ) &
+i=0
+until [ -e /tmp/unbind.rc ]; do
+	i=$((i + 1))
+	# a hang detector, not a timing
+	[ $i -le $((600 * VBSCALE)) ] ||
+		fail "unbind waits on a submitter waiting for a free command"
+	sleep 0.1
+done
+expect_eq "unbind with a full pool of unreaped polled commands" "$(cat /tmp/unbind.rc)" rc=0
+wait_gone $d2 || fail "$d2 still there after unbind"
+kill -9 $ph
+wait $ph || true
+echo "$vdev" > /sys/bus/virtio/drivers/vbblk/bind || fail "bind failed"
+d2=$(disk_by_serial LIFE-2)
+must vbuio -m check -q 8 -b 65536 -z 8388608 -x 51 /dev/vbblk/$d2
 drv_unload
 log "uring_life ok"
