@@ -1622,6 +1622,26 @@ static void do_event(const struct op *op)
 		if (op->kind == K_EVSUSPEND)
 			suspends++;
 		sh->event_kind = op->kind;
+		if (op->kind == K_EVSUSPEND && (op->misc & 1)) {
+			/*
+			 * Held: every ring's commands in flight, and this
+			 * process sleeps through the suspend without polling
+			 * (a user's task frozen with polled I/O unreaped):
+			 * the drains must reap for it.
+			 */
+			unsigned int i;
+
+			for (i = 0; i < nrings; i++)
+				ring_submit(&rings[i]);
+			sh->event_req++;
+			while (sh->event_done != sh->event_req)
+				usleep(1000);
+			if (sh->event_rc)
+				failf(op->idx, "a suspend with our commands in "
+				      "flight (pm_test=devices): %s",
+				      strerror(-sh->event_rc));
+			break;
+		}
 		sh->event_req++;
 		/* in flight beside our commands; waited for at the next one */
 		break;
