@@ -28,8 +28,8 @@
  *     cmdop, fixed=1, vec=1, sqe64=1 (a ring without SQE128), poll=1 (an
  *     IOPOLL ring), n=COUNT (the command COUNT times on the ring, one after
  *     another: every result must be the first's), hold=K (K commands
- *     left unreaped, one more from io-wq, print "held=K+1", wait to be
- *     killed), cpu=N (run
+ *     left unreaped, one more from io-wq, print "held=K+1"; on SIGUSR1
+ *     reap all and print "resN=" for each), cpu=N (run
  *     there), and
  *     addr=buf|null|bad|kernel|wrap|unaligned|ro|hole (ro: a read-only
  *     mapping; hole: only the buffer's first page is mapped; wrap: the
@@ -49,6 +49,7 @@
 #include <linux/fs.h>
 #include <linux/vbblk.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,9 +58,9 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #define PATTERN_K	0x9e3779b97f4a7c15ULL
@@ -569,6 +570,14 @@ static int run_cmd(int argc, char **argv)
 	}
 	hold = kvnum(argc, argv, "hold", 0);
 	if (hold) {
+		sigset_t set;
+		int sig;
+
+		/* blocked before anyone can send it */
+		sigemptyset(&set);
+		sigaddset(&set, SIGUSR1);
+		if (sigprocmask(SIG_BLOCK, &set, NULL))
+			die("sigprocmask", errno);
 		/*
 		 * hold=K: K commands left unreaped on the ring (on an IOPOLL
 		 * ring their completions wait for a poll that never comes),
@@ -592,8 +601,19 @@ static int run_cmd(int argc, char **argv)
 			die("io_uring_enter", errno);
 		printf("held=%u\n", ret);
 		fflush(stdout);
-		for (;;)
-			pause();
+		/* SIGUSR1: reap them all now, print each result */
+		sigemptyset(&set);
+		sigaddset(&set, SIGUSR1);
+		if (sigwait(&set, &sig))
+			die("sigwait", errno);
+		for (n = 0; n <= hold; n++) {
+			ret = io_uring_wait_cqe(&ring, &cqe);
+			if (ret)
+				die("io_uring_wait_cqe", -ret);
+			printf("res%u=%d\n", n, cqe->res);
+			io_uring_cqe_seen(&ring, cqe);
+		}
+		return 0;
 	}
 	count = kvnum(argc, argv, "n", 1);
 	for (n = 0; n < count; n++) {
