@@ -957,8 +957,8 @@ static noinline int vbblk_ucmd_queue_wait(struct vbblk_ucmd *uc, u32 type,
 
 /*
  * Put @uc on its ring (vbblk_ucmd_add()). A full ring is waited for, out
- * of line, or is -EAGAIN with @nowait (io_uring then issues again from its
- * worker, which may wait).
+ * of line, by our worker; or is -EAGAIN with @nowait, for a submitter, which
+ * then hands the command to that worker (vbblk_ucmd_defer()).
  */
 static __always_inline int vbblk_ucmd_queue(struct vbblk_ucmd *uc, u32 type,
 					    struct scatterlist *data,
@@ -1064,9 +1064,15 @@ static noinline struct vbblk_ucmd *vbblk_ucmd_wait(struct vbblk_uring_vq *uvq,
 		percpu_ref_put(&ur->ref);
 	*gated = false;
 	while (!(uc = vbblk_ucmd_get(uvq))) {
-		if (wait_event_interruptible(uvq->wait,
-					     !llist_empty(&uvq->free) ||
-					     READ_ONCE(ur->dead)))
+		/*
+		 * Freezable: holding nothing, the waiter may be frozen where
+		 * it sleeps, not woken by the freezer's fake signal into an
+		 * EINTR the uAPI does not give for a suspend. A real signal,
+		 * or io_uring cancelling its worker, still ends the wait.
+		 */
+		if (wait_event_freezable(uvq->wait,
+					 !llist_empty(&uvq->free) ||
+					 READ_ONCE(ur->dead)))
 			return ERR_PTR(-EINTR);
 		if (READ_ONCE(ur->dead))
 			return ERR_PTR(-ENODEV);
@@ -1170,8 +1176,13 @@ static __always_inline int vbblk_uring_submit(struct io_uring_cmd *ioucmd,
 		vbblk_ucmd_defer(uc, data, out, false);
 		return -EIOCBQUEUED;
 	}
-	/* On the ring, our reference is the command's, for vbblk_ucmd_end(). */
-	err = vbblk_ucmd_queue(uc, type, data, out, nowait);
+	/*
+	 * On the ring, our reference is the command's, for vbblk_ucmd_end().
+	 * A full ring is never waited for here, even where we may block
+	 * (io-wq): that wait holds the gate, so it may not be frozen, and the
+	 * freezer's fake signal would end it in EINTR. Our worker waits.
+	 */
+	err = vbblk_ucmd_queue(uc, type, data, out, true);
 	if (err == -EAGAIN) {
 		/* A full ring: the worker takes our reference with it. */
 		vbblk_ucmd_defer(uc, data, out, true);

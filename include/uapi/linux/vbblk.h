@@ -52,9 +52,10 @@
  *            that; those the device had completed keep their result
  *   ENOMEM   no memory for the command's page tables, or for a command
  *            beyond the node's pool under io_uring's non-blocking issue
- *   EINTR    a signal while waiting for a free command or ring room, or
- *            an IORING_OP_ASYNC_CANCEL that reached the command waiting
- *            there in io_uring's worker
+ *   EINTR    a signal while waiting for a free command, or an
+ *            IORING_OP_ASYNC_CANCEL that reached the command waiting
+ *            there in io_uring's worker (a suspend is not a signal: the
+ *            command waits across it)
  * Never EAGAIN: a command that cannot go at once (a full ring, a suspend)
  * waits in the driver, and its SQE slot is free again as soon as it was
  * submitted.
