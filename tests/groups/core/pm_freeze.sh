@@ -64,6 +64,31 @@ if [ "$DRIVER" = vbblk ]; then
 	log "suspend/resume cycle during polled block reads done"
 	wait $pid || { cat /tmp/bp.out; fail "polled block reads failed across suspend/resume"; }
 	must vbuio -m check -q 8 -b 65536 -z 16777216 -x 41 /dev/$d
+	# A command from io-wq (IOSQE_ASYNC) waiting for a free command (a
+	# pool of 4, all polled commands its ring has not reaped) when the
+	# system suspends: it waits on across the suspend, as the uAPI says
+	# commands wait, not -EINTR from the freezer (issue 48, L2).
+	drv_unload
+	drv_load poll_queues=1 queue_depth=4
+	d=$(disk_by_serial PM-1)
+	vbuio cmd /dev/vbblk/$d op=read len=4096 poll=1 hold=4 > /tmp/hold.out 2>&1 &
+	ph=$!
+	i=0
+	until grep -q '^held=5$' /tmp/hold.out &&
+		[ "$(sysblk $d vbblk/ring_full_waits)" -gt 0 ]; do
+		i=$((i + 1))
+		[ $i -le $((100 * VBSCALE)) ] ||
+			{ cat /tmp/hold.out; fail "no command from io-wq waits for a free one"; }
+		sleep 0.1
+	done
+	suspend_cycle
+	kill -USR1 $ph
+	wait $ph || { cat /tmp/hold.out; fail "the held commands' ring failed"; }
+	cat /tmp/hold.out
+	for i in 0 1 2 3 4; do
+		expect_eq "held command $i across the suspend" \
+			"$(sed -n "s/^res$i=//p" /tmp/hold.out)" 4096
+	done
 fi
 suspend_cycle
 log "suspend/resume cycle on an idle disk done"
