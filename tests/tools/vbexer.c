@@ -143,6 +143,7 @@ static uint8_t *keep_set;		/* -k: ops to issue, by index */
 
 struct counts {
 	uint64_t ops, node, block, events, rings, failures, skipped;
+	uint64_t suspends, held;	/* suspends made, held ones */
 	uint64_t first_fail;		/* op index of the first failure */
 	uint32_t combos[1024];		/* bitmap of (kind, ring flags, fault) */
 };
@@ -1607,6 +1608,43 @@ static void event_wait(void)
 	}
 }
 
+/*
+ * Before a held suspend: four O_DIRECT reads of the block device on each
+ * IOPOLL ring (ring 0 made one if there is none), polled I/O for the
+ * freeze to find in flight. Drawn from nothing, so a seed's later
+ * operations stay where they were.
+ */
+static void held_reads(uint64_t idx)
+{
+	unsigned int i, k;
+	bool iopoll = false;
+
+	for (i = 0; i < nrings; i++)
+		iopoll |= rings[i].open &&
+			  (rings[i].flags & IORING_SETUP_IOPOLL);
+	if (!iopoll) {
+		/* ring 0 becomes sqe128+iopoll+single+coop, depth 16 */
+		struct op rop = { .idx = idx, .kind = K_RING, .ring = 0,
+				  .aux = 0x28041, .misc = 1 };
+
+		do_ring(&rop, true);
+	}
+	for (i = 0; i < nrings; i++) {
+		struct ring *r = &rings[i];
+
+		if (!r->open || !(r->flags & IORING_SETUP_IOPOLL))
+			continue;
+		wait_clear(reg_lo, 4 * 4096, false);
+		room(r, 4);
+		for (k = 0; k < 4; k++) {
+			struct op rd = { .idx = idx, .kind = K_BREAD,
+					 .off = k * 4096, .len = 4096 };
+
+			put_ring_op(&rd, r, ring_free_slot(r), false, 0);
+		}
+	}
+}
+
 static void do_event(const struct op *op)
 {
 	logop("%" PRIu64 " %s", op->idx, kname[op->kind]);
@@ -1619,8 +1657,10 @@ static void do_event(const struct op *op)
 		if (sh->event_rc && sh->event_kind == K_EVSUSPEND)
 			failf(op->idx, "the suspend before (pm_test=devices): %s",
 			      strerror(-sh->event_rc));
-		if (op->kind == K_EVSUSPEND)
+		if (op->kind == K_EVSUSPEND) {
 			suspends++;
+			sh->c.suspends++;
+		}
 		sh->event_kind = op->kind;
 		if (op->kind == K_EVSUSPEND && (op->misc & 1)) {
 			/*
@@ -1631,6 +1671,8 @@ static void do_event(const struct op *op)
 			 */
 			unsigned int i;
 
+			sh->c.held++;
+			held_reads(op->idx);
 			for (i = 0; i < nrings; i++)
 				ring_submit(&rings[i]);
 			sh->event_req++;
@@ -2142,10 +2184,14 @@ int main(int argc, char **argv)
 			rc = rc ? rc : 1;
 	}
 	printf("exerciser: %" PRIu64 " operations (%" PRIu64 " node, %" PRIu64
-	       " block, %" PRIu64 " events), %" PRIu64 " ring configurations, "
-	       "%u combinations, seed 0x%" PRIx64 ", %" PRIu64 " failures\n",
+	       " block, %" PRIu64 " events, %" PRIu64 " suspends, %" PRIu64
+	       " held), %" PRIu64
+	       " ring configurations, %u combinations, seed 0x%" PRIx64 ", %"
+	       PRIu64 " failures\n",
 	       mine->c.ops, mine->c.node, mine->c.block, mine->c.events,
-	       mine->c.rings, combos_seen(&mine->c), o.seed, mine->c.failures);
+	       mine->c.suspends, mine->c.held, mine->c.rings,
+	       combos_seen(&mine->c),
+	       o.seed, mine->c.failures);
 	if (rc > 0 && o.shrink && mine->c.failures)
 		shrink(argv[optind], mine->c.first_fail);
 	return rc ? 1 : 0;
