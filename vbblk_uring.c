@@ -100,6 +100,7 @@ struct vbblk_uring_vq {
 	struct llist_head free;
 	wait_queue_head_t wait;		/* for a free command or ring room */
 	atomic_t room;			/* reaps that freed room, for waiters */
+	atomic_t spares;		/* spare commands out (beyond the pool) */
 	unsigned int nr_cmds;
 	struct vbblk_ucmd **cmds;
 } ____cacheline_aligned_in_smp;
@@ -211,6 +212,7 @@ static noinline void vbblk_ucmd_put_all(struct vbblk_ucmd *uc, bool dirty)
 {
 	vbblk_ucmd_unmap(uc, dirty);
 	if (uc->extra & VBBLK_UCMD_SPARE) {
+		atomic_dec(&uc->uvq->spares);
 		kfree(uc);
 		return;
 	}
@@ -530,7 +532,7 @@ static int vbblk_uring_import_vec(struct io_uring_cmd *ioucmd,
 	if (!nr || nr > UIO_MAXIOV)
 		return -EINVAL;
 	if (nr > UIO_FASTIOV) {
-		v = kmalloc_array(nr, sizeof(*v), GFP_KERNEL);
+		v = kmalloc_array(nr, sizeof(*v), GFP_KERNEL_ACCOUNT);
 		if (!v)
 			return -ENOMEM;
 		*alloc = v;
@@ -647,9 +649,10 @@ static int vbblk_ucmd_map(struct vbblk_ucmd *uc, struct iov_iter *iter)
 	if (want > VBBLK_UCMD_INLINE) {
 		/* Even under IO_URING_F_NONBLOCK: see vbblk_ucmd_later(). */
 		uc->extra |= VBBLK_UCMD_TABLES;
-		uc->pages = kmalloc_array(want, sizeof(*uc->pages), GFP_KERNEL);
+		uc->pages = kmalloc_array(want, sizeof(*uc->pages),
+					  GFP_KERNEL_ACCOUNT);
 		/* Zeroed: vbblk_sg_set() leaves the DMA fields alone. */
-		uc->sg = kcalloc(want, sizeof(*uc->sg), GFP_KERNEL);
+		uc->sg = kcalloc(want, sizeof(*uc->sg), GFP_KERNEL_ACCOUNT);
 		if (!uc->pages || !uc->sg) {
 			err = -ENOMEM;
 			goto out;
@@ -1031,13 +1034,26 @@ static void vbblk_ucmd_init(struct vbblk_ucmd *uc, struct vbblk_uring_vq *uvq)
 	INIT_WORK(&uc->later, vbblk_ucmd_later);
 }
 
-/* The pool is empty and the submitter may not wait for it: one more. */
+/*
+ * The pool is empty and the submitter may not wait for it: one more, up
+ * to four pools' worth (at least 256) per virtqueue, charged to the
+ * submitter's memory cgroup. That bounds what unreaped commands (polled
+ * ones nobody polls) make us allocate; beyond it the command gets ENOMEM.
+ */
 static struct vbblk_ucmd *vbblk_ucmd_spare(struct vbblk_uring_vq *uvq)
 {
-	struct vbblk_ucmd *uc = kzalloc(sizeof(*uc), GFP_KERNEL);
+	unsigned int max = max(4 * uvq->ur->depth, 256U);
+	struct vbblk_ucmd *uc;
 
-	if (!uc)
+	if (atomic_inc_return(&uvq->spares) > max) {
+		atomic_dec(&uvq->spares);
 		return NULL;
+	}
+	uc = kzalloc(sizeof(*uc), GFP_KERNEL_ACCOUNT);
+	if (!uc) {
+		atomic_dec(&uvq->spares);
+		return NULL;
+	}
 	vbblk_ucmd_init(uc, uvq);
 	uc->extra = VBBLK_UCMD_SPARE;
 	return uc;

@@ -52,6 +52,7 @@
  *            that; those the device had completed keep their result
  *   ENOMEM   no memory for the command's page tables, or for a command
  *            beyond the node's pool under io_uring's non-blocking issue
+ *            (at most four pools' worth, at least 256, per queue)
  *   EINTR    a signal while waiting for a free command, or an
  *            IORING_OP_ASYNC_CANCEL that reached the command waiting
  *            there in io_uring's worker (a suspend is not a signal: the
