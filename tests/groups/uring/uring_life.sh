@@ -15,6 +15,8 @@
 #  - unbind while every command of a queue's pool is a completed polled one
 #    nobody reaps and one more from io-wq waits for a free one: the waiter
 #    holds no gate, unbind ends, the waiter gets ENODEV
+#  - 300 polled commands nobody reaps on that pool: spares are bounded,
+#    those beyond get ENOMEM, the rest complete when the ring is reaped
 . /tests/lib.sh
 [ "$DRIVER" = vbblk ] || skip "vbblk only"
 drv_load poll_queues=1
@@ -143,5 +145,23 @@ wait $ph || true
 echo "$vdev" > /sys/bus/virtio/drivers/vbblk/bind || fail "bind failed"
 d2=$(disk_by_serial LIFE-2)
 must vbuio -m check -q 8 -b 65536 -z 8388608 -x 51 /dev/vbblk/$d2
+
+# 300 polled READs nobody reaps, issued without blocking, on a pool of 4:
+# spare commands beyond the pool are bounded (4 pools' worth, at least
+# 256, per queue), so 40 get ENOMEM at once (issue 48, L1); the rest and
+# the one from io-wq complete once the ring is reaped.
+vbuio cmd /dev/vbblk/$d2 op=read len=4096 poll=1 hold=300 > /tmp/hold.out 2>&1 &
+ph=$!
+i=0
+until grep -q '^held=301$' /tmp/hold.out; do
+	i=$((i + 1))
+	[ $i -le $((100 * VBSCALE)) ] || { cat /tmp/hold.out; fail "hold=300: not submitted"; }
+	sleep 0.1
+done
+kill -USR1 $ph
+wait $ph || { cat /tmp/hold.out; fail "the held commands' ring failed"; }
+expect_eq "commands beyond the pool and its spares: ENOMEM" \
+	"$(grep -c '^res[0-9]*=-12$' /tmp/hold.out)" 40
+expect_eq "commands that completed" "$(grep -c '^res[0-9]*=4096$' /tmp/hold.out)" 261
 drv_unload
 log "uring_life ok"
