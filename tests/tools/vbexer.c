@@ -1625,7 +1625,7 @@ static void held_reads(uint64_t idx)
 	if (!iopoll) {
 		/* ring 0 becomes sqe128+iopoll+single+coop, depth 16 */
 		struct op rop = { .idx = idx, .kind = K_RING, .ring = 0,
-				  .aux = 0x28041, .misc = 1 };
+				  .aux = 0x30001, .misc = 1 };
 
 		do_ring(&rop, true);
 	}
