@@ -55,6 +55,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -574,6 +575,30 @@ static void ring_submit(struct ring *r)
 	ret = io_uring_submit(&r->r);
 	if (ret < 0)
 		die("io_uring_submit", -ret);
+	r->pending = 0;
+}
+
+/*
+ * Submit without reaping: io_uring_submit() on an IOPOLL ring polls once
+ * too (liburing asks for events), which would reap what a held suspend
+ * must find in flight. An SQPOLL ring's thread submits (and polls) itself.
+ */
+static void ring_submit_nopoll(struct ring *r)
+{
+	int ret;
+
+	if (!r->pending)
+		return;
+	if (r->flags & IORING_SETUP_SQPOLL) {
+		ring_submit(r);
+		return;
+	}
+	r->r.sq.sqe_head = r->r.sq.sqe_tail;
+	io_uring_smp_store_release(r->r.sq.ktail, r->r.sq.sqe_tail);
+	ret = syscall(__NR_io_uring_enter, r->r.ring_fd, r->pending, 0, 0,
+		      NULL, 0);
+	if (ret < 0)
+		die("io_uring_enter", errno);
 	r->pending = 0;
 }
 
@@ -1674,7 +1699,7 @@ static void do_event(const struct op *op)
 			sh->c.held++;
 			held_reads(op->idx);
 			for (i = 0; i < nrings; i++)
-				ring_submit(&rings[i]);
+				ring_submit_nopoll(&rings[i]);
 			sh->event_req++;
 			while (sh->event_done != sh->event_req)
 				usleep(1000);
