@@ -29,6 +29,9 @@
  *     -k LIST   issue only these operations: "3,17,40-45" or @FILE
  *     -S        on a failure, shrink it to a short list and print it
  *     -P        a partner process on the second half of the disk
+ *     -H        half the suspends held: polled reads in flight, the process
+ *               asleep without polling (finds M2; io-wq may then spin on a
+ *               polled bio's EAGAIN and fail the freeze: not by default)
  *     -E LIST   events: cache,suspend,fork,close (default cache,fork,close);
  *               at most two suspends a run, by the first process only
  *     -w SECS   stall bound (default 60)        -v  print each operation
@@ -134,6 +137,7 @@ static struct {
 	unsigned int secs;
 	unsigned int stall;
 	bool verbose, shrink, partner;
+	bool held;			/* -H: half the suspends held */
 	bool ev_cache, ev_suspend, ev_fork, ev_close;
 	bool no_drain;			/* -x drain: IOSQE_IO_DRAIN never set */
 	char *keep;			/* -k, as given */
@@ -1687,7 +1691,7 @@ static void do_event(const struct op *op)
 			sh->c.suspends++;
 		}
 		sh->event_kind = op->kind;
-		if (op->kind == K_EVSUSPEND && (op->misc & 1)) {
+		if (op->kind == K_EVSUSPEND && o.held && (op->misc & 1)) {
 			/*
 			 * Held: every ring's commands in flight, and this
 			 * process sleeps through the suspend without polling
@@ -1955,7 +1959,7 @@ static void parse_keep(const char *arg)
 static void usage(void)
 {
 	fprintf(stderr, "usage: vbexer [-s SEED] [-n OPS] [-t SECS] [-k LIST] "
-		"[-S] [-P] [-E cache,suspend,fork,close] [-w SECS] [-v] [-x drain] vdX\n");
+		"[-S] [-P] [-H] [-E cache,suspend,fork,close] [-w SECS] [-v] [-x drain] vdX\n");
 	exit(2);
 }
 
@@ -2129,7 +2133,7 @@ int main(int argc, char **argv)
 	o.argv0 = argv[0];
 	o.seed = (uint64_t)time(NULL) * 2654435761ULL ^ (uint64_t)getpid() << 32;
 	o.ev_cache = o.ev_fork = o.ev_close = true;
-	while ((opt = getopt(argc, argv, "s:n:t:k:SPE:w:vx:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:n:t:k:SPHE:w:vx:")) != -1) {
 		switch (opt) {
 		case 's':
 			o.seed = strtoull(optarg, NULL, 0);
@@ -2148,6 +2152,9 @@ int main(int argc, char **argv)
 			break;
 		case 'P':
 			o.partner = true;
+			break;
+		case 'H':
+			o.held = true;
 			break;
 		case 'E':
 			o.ev_cache = strstr(optarg, "cache");
