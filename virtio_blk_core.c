@@ -276,6 +276,22 @@ static bool vbblk_fua(struct vbblk *vblk)
 }
 
 /*
+ * Freeze @q, reaping the poll queues while it drains: a polled request
+ * ends only when polled, and its poller may be waiting on this very freeze
+ * (its next I/O blocks in blk_queue_enter()) or frozen (suspend). Returns
+ * the task's memalloc flags (NOIO until vbblk_unfreeze_queue_restore()).
+ */
+static unsigned int vbblk_freeze_reaping(struct vbblk *vblk,
+					 struct request_queue *q)
+{
+	unsigned int memflags = vbblk_freeze_queue_start(q);
+
+	while (!blk_mq_freeze_queue_wait_timeout(q, msecs_to_jiffies(10)))
+		vbblk_vqs_poll_all(vblk);
+	return memflags;
+}
+
+/*
  * No I/O in flight and none admitted until vbblk_unquiesce(), in the same
  * call; the passthrough queue beside the bio path stays open. Returns the
  * task's memalloc flags: allocations meanwhile are NOIO, as reclaim must
@@ -283,7 +299,7 @@ static bool vbblk_fua(struct vbblk *vblk)
  */
 static unsigned int vbblk_quiesce(struct vbblk *vblk)
 {
-	unsigned int memflags = vbblk_freeze_queue_save(vblk->disk->queue);
+	unsigned int memflags = vbblk_freeze_reaping(vblk, vblk->disk->queue);
 
 	if (vblk->mode == VBBLK_MODE_BIO)
 		vbblk_bio_drain(vblk);
@@ -332,7 +348,7 @@ static ssize_t cache_type_store(struct device *dev,
 		memflags = vbblk_quiesce(vblk);
 		err = vbblk_flush_sync(&vblk->vqs[0]);
 	} else {
-		memflags = vbblk_freeze_queue_save(q);
+		memflags = vbblk_freeze_reaping(vblk, q);
 		err = 0;
 	}
 	if (!err) {
@@ -988,15 +1004,9 @@ static void vbblk_remove(struct virtio_device *vdev)
 static void vbblk_stop_requests(struct vbblk *vblk)
 {
 	struct request_queue *q = vblk->rq_queue;
-	unsigned int memflags = vbblk_freeze_queue_start(q);
+	/* Pollers are frozen tasks by now (6.1's virtio_blk waits for ever) */
+	unsigned int memflags = vbblk_freeze_reaping(vblk, q);
 
-	/*
-	 * Polled requests raise no interrupt, and their pollers are frozen
-	 * tasks by now: reap their queues until the freeze is done (6.1's
-	 * virtio_blk waits here for ever).
-	 */
-	while (!blk_mq_freeze_queue_wait_timeout(q, msecs_to_jiffies(10)))
-		vbblk_vqs_poll_all(vblk);
 	/*
 	 * A dispatch whose request the device has already completed may still
 	 * be on its way to notify (after the lock): wait for it, or the

@@ -188,27 +188,11 @@ static inline struct request_queue *vbblk_alloc_queue(struct blk_mq_tag_set *set
 }
 
 /*
- * Frozen and thawed within one call, allocations meanwhile NOIO: reclaim
- * must not write back into the frozen queue. Where blk_mq_freeze_queue()
- * does not save the task's memalloc flags itself, we do. A freeze never
- * outlives the call that made it (suspend included, see vbblk_freeze()).
- */
-static inline unsigned int vbblk_freeze_queue_save(struct request_queue *q)
-{
-#ifdef HAVE_BLK_MQ_FREEZE_QUEUE_MEMFLAGS
-	return blk_mq_freeze_queue(q);
-#else
-	unsigned int memflags = memalloc_noio_save();
-
-	blk_mq_freeze_queue(q);
-	return memflags;
-#endif
-}
-
-/*
  * A freeze begun, for a caller that waits for it itself
  * (blk_mq_freeze_queue_wait_timeout()) and then thaws it with
- * vbblk_unfreeze_queue_restore(): NOIO from here, as above.
+ * vbblk_unfreeze_queue_restore(): allocations meanwhile are NOIO, as
+ * reclaim must not write back into the frozen queue. Where the kernel's
+ * thaw takes memalloc flags, it restores them; elsewhere ours does.
  */
 static inline unsigned int vbblk_freeze_queue_start(struct request_queue *q)
 {
