@@ -621,9 +621,10 @@ static int run_cmd(int argc, char **argv)
 		ret = io_uring_submit_and_wait(&ring, 1);
 		if (ret < 0)
 			die("io_uring_submit_and_wait", -ret);
-		ret = io_uring_peek_cqe(&ring, &cqe);
+		/* an IOPOLL ring's wait may end early (need_resched): wait on */
+		ret = io_uring_wait_cqe(&ring, &cqe);
 		if (ret)
-			die("io_uring_peek_cqe", -ret);
+			die("io_uring_wait_cqe", -ret);
 		if (!n)
 			first = cqe->res;
 		else if (cqe->res != first)
