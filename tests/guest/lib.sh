@@ -137,6 +137,29 @@ wait_gone() {
 
 sysblk() { cat "/sys/block/$1/$2"; }
 
+# hold_start vdX K [waits]: `vbuio cmd ... poll=1 hold=K` on /dev/vbblk/vdX in
+# the background (pid in $ph, output in /tmp/hold.out): K polled READs left
+# unreaped and one more from io-wq. Returns once all K+1 are submitted and,
+# with "waits", once that last one waits for a free command.
+hold_start() {
+	vbuio cmd /dev/vbblk/$1 op=read len=4096 poll=1 hold=$2 > /tmp/hold.out 2>&1 &
+	ph=$!
+	_i=0
+	until grep -q "^held=$(($2 + 1))\$" /tmp/hold.out &&
+		{ [ "$3" != waits ] || [ "$(sysblk $1 vbblk/ring_full_waits)" -gt 0 ]; }; do
+		_i=$((_i + 1))
+		[ $_i -le $((100 * VBSCALE)) ] || { cat /tmp/hold.out;
+			fail "hold=$2 on $1: not all submitted${3:+, or none waits for a free command}"; }
+		sleep 0.1
+	done
+}
+
+# hold_reap: the hold_start'ed vbuio reaps its ring and prints resN= for each
+hold_reap() {
+	kill -USR1 $ph
+	wait $ph || { cat /tmp/hold.out; fail "the held commands' ring failed"; }
+}
+
 # expect_eq WHAT ACTUAL EXPECTED
 expect_eq() {
 	[ "$2" = "$3" ] || fail "$1: got '$2', expected '$3'"

@@ -71,19 +71,9 @@ if [ "$DRIVER" = vbblk ]; then
 	drv_unload
 	drv_load poll_queues=1 queue_depth=4
 	d=$(disk_by_serial PM-1)
-	vbuio cmd /dev/vbblk/$d op=read len=4096 poll=1 hold=4 > /tmp/hold.out 2>&1 &
-	ph=$!
-	i=0
-	until grep -q '^held=5$' /tmp/hold.out &&
-		[ "$(sysblk $d vbblk/ring_full_waits)" -gt 0 ]; do
-		i=$((i + 1))
-		[ $i -le $((100 * VBSCALE)) ] ||
-			{ cat /tmp/hold.out; fail "no command from io-wq waits for a free one"; }
-		sleep 0.1
-	done
+	hold_start $d 4 waits
 	suspend_cycle
-	kill -USR1 $ph
-	wait $ph || { cat /tmp/hold.out; fail "the held commands' ring failed"; }
+	hold_reap
 	cat /tmp/hold.out
 	for i in 0 1 2 3 4; do
 		expect_eq "held command $i across the suspend" \

@@ -114,21 +114,7 @@ drv_unload
 # which would hold the gate until the owner polls (issue 48, M1).
 drv_load poll_queues=1 queue_depth=4
 d2=$(disk_by_serial LIFE-2)
-vbuio cmd /dev/vbblk/$d2 op=read len=4096 poll=1 hold=4 > /tmp/hold.out 2>&1 &
-ph=$!
-i=0
-until grep -q '^held=5$' /tmp/hold.out; do
-	i=$((i + 1))
-	[ $i -le $((100 * VBSCALE)) ] || { cat /tmp/hold.out; fail "hold=4: not submitted"; }
-	sleep 0.1
-done
-i=0
-until [ "$(sysblk $d2 vbblk/ring_full_waits)" -gt 0 ]; do
-	i=$((i + 1))
-	[ $i -le $((100 * VBSCALE)) ] ||
-		fail "the command from io-wq did not wait for a free command"
-	sleep 0.1
-done
+hold_start $d2 4 waits
 ( echo "$vdev" > /sys/bus/virtio/drivers/vbblk/unbind; echo "rc=$?" > /tmp/unbind.rc ) &
 i=0
 until [ -e /tmp/unbind.rc ]; do
@@ -150,16 +136,8 @@ must vbuio -m check -q 8 -b 65536 -z 8388608 -x 51 /dev/vbblk/$d2
 # spare commands beyond the pool are bounded (4 pools' worth, at least
 # 256, per queue), so 40 get ENOMEM at once (issue 48, L1); the rest and
 # the one from io-wq complete once the ring is reaped.
-vbuio cmd /dev/vbblk/$d2 op=read len=4096 poll=1 hold=300 > /tmp/hold.out 2>&1 &
-ph=$!
-i=0
-until grep -q '^held=301$' /tmp/hold.out; do
-	i=$((i + 1))
-	[ $i -le $((100 * VBSCALE)) ] || { cat /tmp/hold.out; fail "hold=300: not submitted"; }
-	sleep 0.1
-done
-kill -USR1 $ph
-wait $ph || { cat /tmp/hold.out; fail "the held commands' ring failed"; }
+hold_start $d2 300
+hold_reap
 expect_eq "commands beyond the pool and its spares: ENOMEM" \
 	"$(grep -c '^res[0-9]*=-12$' /tmp/hold.out)" 40
 expect_eq "commands that completed" "$(grep -c '^res[0-9]*=4096$' /tmp/hold.out)" 261
