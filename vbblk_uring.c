@@ -70,11 +70,11 @@ struct vbblk_ucmd {
 	bool polled;			/* on a poll queue: its ring's poll ends it */
 	bool done;			/* polled: reaped, result set */
 	u8 extra;			/* VBBLK_UCMD_*: more for its end to do */
-	/* queued later (vbblk_ucmd_later()): what to put on the ring */
+	/* queued later (vbblk_uvq_later()): what to put on the ring */
 	bool gated;			/* holds its submit reference */
 	bool out;
 	struct scatterlist *data;
-	struct work_struct later;
+	struct list_head later;		/* on uvq->later, in arrival order */
 	void __user *id_buf;		/* GET_ID: where the serial goes */
 	struct page **pages;
 	struct scatterlist *sg;
@@ -101,6 +101,16 @@ struct vbblk_uring_vq {
 	wait_queue_head_t wait;		/* for a free command or ring room */
 	atomic_t room;			/* reaps that freed room, for waiters */
 	atomic_t spares;		/* spare commands out (beyond the pool) */
+	/*
+	 * Commands that could not go on the ring at once, queued in order by
+	 * one work item (vbblk_uvq_later()): a command issued while any
+	 * waits goes behind them.
+	 */
+	spinlock_t later_lock;
+	struct list_head later;
+	unsigned int nr_later;		/* on the list, or being queued */
+	bool later_busy;		/* later_work queued or running */
+	struct work_struct later_work;
 	unsigned int nr_cmds;
 	struct vbblk_ucmd **cmds;
 } ____cacheline_aligned_in_smp;
@@ -986,25 +996,18 @@ static struct workqueue_struct *vbblk_uring_wq;
  * the SQE slot as user space has refilled it, so that another command's
  * bytes go out twice and this one's never (a write lost, its completion a
  * success). What may not wait in the submitter (IO_URING_F_NONBLOCK: a
- * full ring, a frozen gate) waits here. The command is built and holds
- * its pages: only the gate and the ring are left. @gated: it holds the
- * submit reference already.
+ * full ring, a frozen gate) waits here. The command is built, holds its
+ * pages and has passed the gate: only the ring is left.
  */
-static void vbblk_ucmd_later(struct work_struct *work)
+static void vbblk_ucmd_later(struct vbblk_ucmd *uc)
 {
-	struct vbblk_ucmd *uc = container_of(work, struct vbblk_ucmd, later);
 	struct vbblk_uring *ur = uc->uvq->ur;
-	int err = 0;
+	int err;
 
-	if (!uc->gated)
-		err = vbblk_uring_enter(ur, false);
-	if (!err) {
-		err = vbblk_ucmd_queue(uc, vbblk_iohdr_type(ur->vblk, &uc->hdr),
-				       uc->data, uc->out, false);
-		if (err)
-			percpu_ref_put(&ur->ref);
-	}
+	err = vbblk_ucmd_queue(uc, vbblk_iohdr_type(ur->vblk, &uc->hdr),
+			       uc->data, uc->out, false);
 	if (err) {
+		percpu_ref_put(&ur->ref);
 		/* The device moved nothing. */
 		uc->result = err;
 		vbblk_ucmd_ended(uc);
@@ -1012,17 +1015,133 @@ static void vbblk_ucmd_later(struct work_struct *work)
 	put_device(&ur->dev);
 }
 
+/*
+ * The next deferred command to queue, gated. Commands go in the order
+ * they passed the gate: in list order, except that while the gate is
+ * frozen those that came without passing it stay parked, and those that
+ * had passed it go past them (the freeze waits for those). Removal ends
+ * the parked ones. Called with later_lock held.
+ */
+static struct vbblk_ucmd *vbblk_uvq_next(struct vbblk_uring_vq *uvq)
+{
+	struct vbblk_ucmd *uc, *end = NULL;
+	bool frozen = false;
+
+	list_for_each_entry(uc, &uvq->later, later) {
+		if (!uc->gated && !frozen) {
+			int err = vbblk_uring_enter(uvq->ur, true);
+
+			if (err == -EAGAIN) {
+				frozen = true;
+				continue;
+			}
+			if (err) {
+				uc->result = err;
+				end = uc;
+				break;
+			}
+			uc->gated = true;
+		}
+		if (uc->gated) {
+			end = uc;
+			break;
+		}
+	}
+	if (end)
+		list_del_init(&end->later);
+	return end;
+}
+
+/*
+ * One work item per virtqueue queues its deferred commands in turn, each
+ * waiting for ring room: none is overtaken by a later one, none starves.
+ * It holds the device while it runs, as its commands may be the last to.
+ */
+static void vbblk_uvq_later(struct work_struct *work)
+{
+	struct vbblk_uring_vq *uvq = container_of(work, struct vbblk_uring_vq,
+						  later_work);
+	struct device *dev = &uvq->ur->dev;
+	struct vbblk_ucmd *uc;
+
+	for (;;) {
+		spin_lock(&uvq->later_lock);
+		uc = vbblk_uvq_next(uvq);
+		if (!uc) {
+			uvq->later_busy = false;
+			spin_unlock(&uvq->later_lock);
+			break;
+		}
+		spin_unlock(&uvq->later_lock);
+		if (uc->gated) {
+			vbblk_ucmd_later(uc);
+		} else {
+			/* Removed: the device moved nothing. */
+			vbblk_ucmd_ended(uc);
+			put_device(dev);
+		}
+		spin_lock(&uvq->later_lock);
+		uvq->nr_later--;
+		spin_unlock(&uvq->later_lock);
+		cond_resched();
+	}
+	put_device(dev);
+}
+
+/* Run the work item unless it runs; with later_lock held. */
+static bool vbblk_uvq_kick_locked(struct vbblk_uring_vq *uvq)
+{
+	if (uvq->later_busy || !uvq->nr_later)
+		return false;
+	uvq->later_busy = true;
+	get_device(&uvq->ur->dev);	/* the work's, put when it is idle */
+	return true;
+}
+
+/* The gate opened, or is gone: parked commands may go on. */
+static void vbblk_uvqs_kick(struct vbblk_uring *ur)
+{
+	unsigned int i;
+
+	for (i = 0; i < ur->nr_vqs; i++) {
+		struct vbblk_uring_vq *uvq = &ur->uvqs[i];
+		bool start;
+
+		spin_lock(&uvq->later_lock);
+		start = vbblk_uvq_kick_locked(uvq);
+		spin_unlock(&uvq->later_lock);
+		if (start)
+			queue_work(vbblk_uring_wq, &uvq->later_work);
+	}
+}
+
+/* @gated: @uc holds the submit reference already. */
 static noinline void vbblk_ucmd_defer(struct vbblk_ucmd *uc,
 				      struct scatterlist *data, bool out,
 				      bool gated)
 {
+	struct vbblk_uring_vq *uvq = uc->uvq;
+	bool start;
+
 	uc->data = data;
 	uc->out = out;
 	uc->gated = gated;
 	/* The file may go as soon as the command ends: ur must not. */
-	get_device(&uc->uvq->ur->dev);
-	vbblk_stat_inc(uc->uvq->ur->vblk, VBBLK_STAT_URING_DEFERRED);
-	queue_work(vbblk_uring_wq, &uc->later);
+	get_device(&uvq->ur->dev);
+	vbblk_stat_inc(uvq->ur->vblk, VBBLK_STAT_URING_DEFERRED);
+	spin_lock(&uvq->later_lock);
+	list_add_tail(&uc->later, &uvq->later);
+	uvq->nr_later++;
+	start = vbblk_uvq_kick_locked(uvq);
+	spin_unlock(&uvq->later_lock);
+	if (start)
+		queue_work(vbblk_uring_wq, &uvq->later_work);
+}
+
+/* Commands wait on this virtqueue's worker: a new one goes behind them. */
+static inline bool vbblk_uvq_deferring(struct vbblk_uring_vq *uvq)
+{
+	return READ_ONCE(uvq->nr_later);
 }
 
 static void vbblk_ucmd_init(struct vbblk_ucmd *uc, struct vbblk_uring_vq *uvq)
@@ -1031,7 +1150,7 @@ static void vbblk_ucmd_init(struct vbblk_ucmd *uc, struct vbblk_uring_vq *uvq)
 	vbblk_iohdr_setup(&uc->hdr, vbblk_ucmd_end);
 	uc->pages = uc->inline_pages;
 	uc->sg = uc->inline_sg;
-	INIT_WORK(&uc->later, vbblk_ucmd_later);
+	INIT_LIST_HEAD(&uc->later);
 }
 
 /*
@@ -1198,7 +1317,8 @@ static __always_inline int vbblk_uring_submit(struct io_uring_cmd *ioucmd,
 	 * (io-wq): that wait holds the gate, so it may not be frozen, and the
 	 * freezer's fake signal would end it in EINTR. Our worker waits.
 	 */
-	err = vbblk_ucmd_queue(uc, type, data, out, true);
+	err = unlikely(vbblk_uvq_deferring(uvq)) ? -EAGAIN :
+	      vbblk_ucmd_queue(uc, type, data, out, true);
 	if (err == -EAGAIN) {
 		/* A full ring: the worker takes our reference with it. */
 		vbblk_ucmd_defer(uc, data, out, true);
@@ -1440,6 +1560,9 @@ int vbblk_uring_add(struct vbblk *vblk)
 		spin_lock_init(&uvq->lock);
 		init_llist_head(&uvq->free);
 		init_waitqueue_head(&uvq->wait);
+		spin_lock_init(&uvq->later_lock);
+		INIT_LIST_HEAD(&uvq->later);
+		INIT_WORK(&uvq->later_work, vbblk_uvq_later);
 	}
 
 	ur->dev.class = &vbblk_uring_class;
@@ -1477,6 +1600,7 @@ void vbblk_uring_remove(struct vbblk *vblk)
 		wake_up_all(&ur->uvqs[i].wait);
 	vbblk_uring_drain(ur);
 	wake_up_all(&ur->gate_wait);	/* frozen submitters: it is gone */
+	vbblk_uvqs_kick(ur);		/* and parked commands */
 	WRITE_ONCE(vblk->uring, NULL);
 	synchronize_rcu();		/* vbblk_uring_room() is done with it */
 	put_device(&ur->dev);
@@ -1503,6 +1627,7 @@ void vbblk_uring_restore(struct vbblk *vblk)
 	percpu_ref_resurrect(&ur->ref);
 	WRITE_ONCE(ur->frozen, false);
 	wake_up_all(&ur->gate_wait);
+	vbblk_uvqs_kick(ur);
 }
 
 int vbblk_uring_register(void)
