@@ -25,6 +25,23 @@ while [ $n -lt $rounds ]; do
 		fail "round $n: writes lost or misplaced (above)"
 	n=$((n + 1))
 done
+# FIFO: 2048 sequential writes from CPU 0, submitted in order, beside block
+# reads on the same virtqueue; those that find the ring full wait in the
+# driver's worker, and the host checks that the device got them in order
+# (uring_fullring_check: no later write overtakes a waiting one).
+d0=$(cat /sys/block/$d/vbblk/uring_deferred)
+fio --name=beside --filename=/dev/$d --rw=randread --bs=4k --direct=1 \
+	--ioengine=libaio --iodepth=64 --time_based --runtime=30 --cpus_allowed=0 \
+	> /tmp/beside.out 2>&1 &
+pf=$!
+sleep 1
+must vbuio -m write -q 128 -s 128 -c 16 -b 4096 -o 16384 -z 8388608 -n 2048 -C 0 \
+	-x 77 /dev/vbblk/$d
+kill $pf 2>/dev/null
+wait $pf || true
+d1=$(cat /sys/block/$d/vbblk/uring_deferred)
+[ "$d1" -gt "$d0" ] || fail "no write of the FIFO step waited in the driver's worker"
+log "FIFO step: $((d1 - d0)) of 2048 writes queued by the driver's worker"
 waits=$(cat /sys/block/$d/vbblk/ring_full_waits)
 deferred=$(cat /sys/block/$d/vbblk/uring_deferred)
 [ "$waits" -gt 0 ] || fail "QD 128 on a 16-entry ring never found it full"
