@@ -76,7 +76,7 @@
 #define MAX_SLOTS	64
 #define SLOT_BYTES	(256 << 10)
 #define SLOT_SPAN	(SLOT_BYTES + 8192)	/* room to misalign */
-#define MAX_RES		4
+#define MAX_RES		8
 #define LOG_ENTRIES	64
 #define MAX_CHAIN	3
 
@@ -271,6 +271,8 @@ struct slot {
 	int nres;
 	int res[MAX_RES];		/* what the result may be */
 	bool canceled_ok;
+	uint64_t chain;			/* its link chain: the first op's index */
+	unsigned int chain_pos;
 	uint8_t *buf;			/* data (within the slot's area) */
 	struct iovec iov[4];
 	struct __kernel_timespec ts;
@@ -500,7 +502,7 @@ static bool node_writes(uint8_t kind)
 
 static void end_slot(struct ring *r, struct slot *s, int res)
 {
-	char want[64];
+	char want[128];
 
 	if (!res_ok(s, res)) {
 		res_str(s, want, sizeof(want));
@@ -983,8 +985,15 @@ static void do_ring(const struct op *op, bool issue)
 
 static void want(struct slot *s, int res)
 {
-	if (s->nres < MAX_RES)
-		s->res[s->nres++] = res;
+	int i;
+
+	for (i = 0; i < s->nres; i++)
+		if (s->res[i] == res)
+			return;
+	/* a result the model allows but cannot hold would be a false FAIL */
+	if (s->nres == MAX_RES)
+		die("the model allows more results than MAX_RES", E2BIG);
+	s->res[s->nres++] = res;
 }
 
 /*
@@ -1246,6 +1255,20 @@ static uint64_t some_inflight(struct ring *r, uint64_t pick,
 }
 
 /*
+ * A cancel may end @t: then the links after it in its chain end with it,
+ * ECANCELED (never issued).
+ */
+static void cancel_ok_from(struct ring *r, struct slot *t)
+{
+	unsigned int i;
+
+	for (i = 0; i < r->depth; i++)
+		if (r->s[i].busy && r->s[i].chain == t->chain &&
+		    r->s[i].chain_pos >= t->chain_pos)
+			r->s[i].canceled_ok = true;
+}
+
+/*
  * Put one ring operation on ring @r, in slot @si: @link if a linked one
  * follows; @prev_fails: how an earlier one of its chain ends. Returns 2
  * if its result is surely an error (the chain breaks there), 1 if it may
@@ -1271,6 +1294,7 @@ static int put_ring_op(const struct op *op, struct ring *r, unsigned int si,
 		die("a busy slot drawn for a new command", EBUSY);
 	memset(s, 0, sizeof(*s));
 	s->busy = true;
+	s->chain = ~0ULL;	/* do_ring_ops() names its chain */
 	s->idx = op->idx;
 	s->kind = op->kind;
 	s->fault = op->fault;
@@ -1345,7 +1369,7 @@ static int put_ring_op(const struct op *op, struct ring *r, unsigned int si,
 		want(s, -ENOENT);
 		want(s, -EALREADY);
 		if (t)
-			t->canceled_ok = true;
+			cancel_ok_from(r, t);
 		fails = 1;
 		break;
 	}
@@ -1446,6 +1470,8 @@ static void do_ring_ops(const struct op *ops, int n, uint8_t ri)
 		      ops[i].sqflags & IOSQE_ASYNC ? " async" : "",
 		      i + 1 < n ? " link" : "");
 		f = put_ring_op(&ops[i], r, si, i + 1 < n, prev);
+		r->s[si].chain = ops[0].idx;
+		r->s[si].chain_pos = i;
 		/*
 		 * A link's later ops are cancelled after an error; on an IOPOLL
 		 * ring 6.1 lets some run on after a polled one failed.
