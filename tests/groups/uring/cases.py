@@ -222,14 +222,14 @@ def _exer_setup(guest):
         (' read-only' if sh['ro'] else '')
     with open(os.path.join(guest.share, 'exer.env'), 'w') as f:
         f.write('EXER_SEED=0x%x\nEXER_SHAPE="%s"\nEXER_PARAMS="%s"\nEXER_EVENTS=%s\n'
-                'EXER_FLAGS="%s"\nEXER_OPS=%d\nEXER_SECS=%d\n'
+                'EXER_FLAGS="%s"\nEXER_OPS=%d\nEXER_SECS=%d\nEXER_TRACE=%s\n'
                 % (sh['seed'], shape, sh['params'], sh['events'], sh['flags'], sh['ops'],
-                   int(os.environ.get('EXER_SECS', '150'))))
+                   int(os.environ.get('EXER_SECS', '150')),
+                   '1' if os.environ.get('EXER_TRACE') == '1' else ''))
 
 
-# CI's pass: the fixed seed in both modes (and in bio mode in the debug
-# pass); a drawn seed is opt-in until what random seeds still find is
-# understood (docs/testing.md, "The exerciser"). EXER_OPS sets both.
+# CI's pass: the fixed seed and a drawn one, in both modes (and in the
+# debug pass, at 1200 operations each). EXER_OPS sets both.
 @test('exercise', timeout=420, vbblk_only=True, setup=_exer_setup, leaks=True)
 def _exercise():
     """the exerciser with a fixed seed (EXER_SEED=... picks another): operations drawn over

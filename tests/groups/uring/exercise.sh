@@ -24,9 +24,23 @@ log "$d: cache_type $(cat /sys/block/$d/cache_type)," \
 	"ro $(cat /sys/block/$d/ro), poll $(cat /sys/block/$d/queue/io_poll)," \
 	"discard $(cat /sys/block/$d/queue/discard_max_hw_bytes)," \
 	"wzeroes $(cat /sys/block/$d/queue/write_zeroes_max_bytes)"
-vbexer -s "$EXER_SEED" -n "$EXER_OPS" -t "$((EXER_SECS * VBSCALE))" \
-	-w "$((60 * VBSCALE))" -E "$EXER_EVENTS" $EXER_FLAGS "$d" ||
+# EXER_TRACE=1: io_uring's events and new tasks, the trace's end on a failure
+tr=/sys/kernel/tracing
+if [ -n "$EXER_TRACE" ]; then
+	[ -d $tr/events ] || mount -t tracefs nodev $tr
+	echo 8192 > $tr/buffer_size_kb
+	echo 1 > $tr/events/io_uring/enable
+	echo 1 > $tr/events/task/task_newtask/enable
+	echo 1 > $tr/tracing_on
+fi
+if ! vbexer -s "$EXER_SEED" -n "$EXER_OPS" -t "$((EXER_SECS * VBSCALE))" \
+	-w "$((60 * VBSCALE))" -E "$EXER_EVENTS" $EXER_FLAGS "$d"; then
+	if [ -n "$EXER_TRACE" ]; then
+		echo 0 > $tr/tracing_on
+		tail -n 300 $tr/trace
+	fi
 	fail "the exerciser found a result the model does not allow (above);" \
 		"replay: EXER_SEED=$EXER_SEED EXER_OPS=$EXER_OPS tests/run" \
 		"'exercise[$(cat /sys/module/vbblk/parameters/mode)]'"
+fi
 log "ok"
