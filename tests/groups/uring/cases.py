@@ -241,8 +241,7 @@ def _exercise():
     return _exer_disks(int(os.environ.get('EXER_SEED', str(EXER_FIXED_SEED)), 0), 4000)
 
 
-@test('exercise_random', timeout=420, vbblk_only=True, setup=_exer_setup, leaks=True,
-      optional=True)
+@test('exercise_random', timeout=420, vbblk_only=True, setup=_exer_setup, leaks=True)
 def _exercise_random():
     """the exerciser as above with a seed drawn at each run (printed, with the command
     that replays it; EXER_SEED=... replays it): a new device shape, parameters and
