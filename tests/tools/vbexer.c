@@ -1326,6 +1326,12 @@ static int put_ring_op(const struct op *op, struct ring *r, unsigned int si,
 			want(s, -EINVAL);
 			if ((r->flags & IORING_SETUP_IOPOLL) && !d.poll)
 				want(s, -EOPNOTSUPP);
+			/*
+			 * RWF_NOWAIT is refused before the alignment when the
+			 * page cache holds the range (buffered I/O before)
+			 */
+			if (op->rwflags & 1)
+				want(s, -EAGAIN);
 			/* 6.1 breaks no link on a failed polled read or write */
 			fails = r->flags & IORING_SETUP_IOPOLL ? 1 : 2;
 		} else {
@@ -1457,17 +1463,30 @@ static void do_ring_ops(const struct op *ops, int n, uint8_t ri)
 			wait_clear(off, len, w);
 	}
 	room(r, n);
+	/*
+	 * A chain goes into one submission: put_ring_op() submitting on a
+	 * full SQ ring would end it early (an SQPOLL thread leaves entries
+	 * there a while), and the links after would run.
+	 */
+	while (n > 1 && io_uring_sq_space_left(&r->r) < (unsigned int)n) {
+		ring_submit(r);
+		if (!(r->flags & IORING_SETUP_SQPOLL))
+			break;
+		io_uring_sqring_wait(&r->r);
+	}
 	for (i = 0; i < n; i++) {
 		int si = ring_free_slot(r);
 		int f;
 
-		logop("%" PRIu64 " ring%u %s%s%s off %" PRIu64 " len %u%s%s%s",
+		logop("%" PRIu64 " ring%u %s%s%s off %" PRIu64 " len %u%s%s%s%s",
 		      ops[i].idx, ri, kname[ops[i].kind],
 		      ops[i].fault ? " fault=" : "", fname[ops[i].fault],
 		      reg_lo + ops[i].off, ops[i].len,
 		      ops[i].buf == B_FIXED ? " fixed" :
 		      ops[i].buf == B_VEC ? " vec" : "",
 		      ops[i].sqflags & IOSQE_ASYNC ? " async" : "",
+		      (ops[i].kind == K_BREAD || ops[i].kind == K_BWRITE) &&
+		      (ops[i].rwflags & 1) ? " nowait" : "",
 		      i + 1 < n ? " link" : "");
 		f = put_ring_op(&ops[i], r, si, i + 1 < n, prev);
 		r->s[si].chain = ops[0].idx;
