@@ -12,9 +12,11 @@
  *   - the block device: O_DIRECT reads and writes through the rings (NOWAIT,
  *     DSYNC) and by system call, buffered writes and reads, fdatasync, the
  *     discard, zero-out, flush and size ioctls;
- *   - events from a second process: cache_type flips, suspend
- *     (pm_test=devices), a fork that exits with the rings in flight, a
- *     ring closed with reads in flight.
+ *   - events from a second process: cache_type flips, stores to the
+ *     disk's other writable knobs and vbblk's writable parameters (valid
+ *     ones read back, garbage refused), suspend (pm_test=devices), a fork
+ *     that exits with the rings in flight, a ring closed with reads in
+ *     flight.
  *
  * The model: one completion per submission, each result one the uAPI
  * documents for that case, every byte read equal to the model of the disk
@@ -32,8 +34,12 @@
  *     -H        half the suspends held: polled reads in flight, the process
  *               asleep without polling (finds M2; io-wq may then spin on a
  *               polled bio's EAGAIN and fail the freeze: not by default)
- *     -E LIST   events: cache,suspend,fork,close (default cache,fork,close);
+ *     -E LIST   events: cache (and knobs),suspend,fork,close (default
+ *               cache,fork,close);
  *               at most two suspends a run, by the first process only
+ *     -R NODE   one in four cache events asks the host to grow the disk
+ *               (QEMU node NODE, by 1-4 MiB, 16 MiB in all) through the
+ *               test harness's /host/req (not with suspends: 9p cannot)
  *     -w SECS   stall bound (default 60)        -v  print each operation
  *     -x drain  never set IOSQE_IO_DRAIN (drawn all the same)
  *
@@ -77,6 +83,9 @@
 #define SLOT_BYTES	(256 << 10)
 #define SLOT_SPAN	(SLOT_BYTES + 8192)	/* room to misalign */
 #define MAX_RES		8
+#define MAX_GROWTH	(16ULL << 20)	/* -R: the host adds at most this */
+#define MIN(a, b)	((a) < (b) ? (a) : (b))
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 #define LOG_ENTRIES	64
 #define MAX_CHAIN	3
 
@@ -139,6 +148,9 @@ static struct {
 	bool verbose, shrink, partner;
 	bool held;			/* -H: half the suspends held */
 	bool ev_cache, ev_suspend, ev_fork, ev_close;
+	const char *resize_node;	/* -R: the host grows this disk */
+	bool growth;			/* -R given: the disk may grow */
+	bool knobs;			/* stores to knobs: one process only */
 	bool no_drain;			/* -x drain: IOSQE_IO_DRAIN never set */
 	char *keep;			/* -k, as given */
 	const char *argv0;
@@ -149,6 +161,8 @@ static uint8_t *keep_set;		/* -k: ops to issue, by index */
 struct counts {
 	uint64_t ops, node, block, events, rings, failures, skipped;
 	uint64_t suspends, held;	/* suspends made, held ones */
+	uint64_t knobs;			/* sysfs and parameter stores */
+	uint64_t resizes;		/* host block_resize, seen by the guest */
 	uint64_t first_fail;		/* op index of the first failure */
 	uint32_t combos[1024];		/* bitmap of (kind, ring flags, fault) */
 };
@@ -167,11 +181,15 @@ struct shared {
 	volatile uint64_t event_req, event_done;
 	volatile int event_kind;
 	volatile int event_rc;
+	volatile int event_arg;		/* the op's misc: which knob, what value */
+	volatile uint64_t event_idx;
+	char event_msg[400];		/* a knob's store against its model */
 };
 
 static struct shared *sh;
 
 static int write_str(const char *path, const char *s);
+static uint64_t sysfs_u64(const char *attr, uint64_t dflt);
 
 static void logop(const char *fmt, ...)
 {
@@ -728,14 +746,23 @@ static uint32_t lbs_units(uint32_t max)
 }
 
 /* A transfer size: mostly small, sometimes up to the limit. */
-static uint32_t draw_len(void)
+/*
+ * The largest I/O drawn: none may need a split, which a polled bio cannot
+ * take (see knobs[]).
+ */
+static uint32_t len_cap(void)
 {
 	uint32_t cap = d.max_bytes < SLOT_BYTES ? (uint32_t)d.max_bytes : SLOT_BYTES;
 	/* a page per 4 KiB, plus one for an unaligned start */
 	uint32_t segcap = (d.max_segs > 2 ? d.max_segs - 2 : 1) * 4096;
 
-	if (segcap < cap)
-		cap = segcap;
+	return segcap < cap ? segcap : cap;
+}
+
+static uint32_t draw_len(void)
+{
+	uint32_t cap = len_cap();
+
 	switch (rnd(4)) {
 	case 0:
 		return d.lbs;
@@ -1182,6 +1209,9 @@ static void prep_node(struct io_uring_sqe *sqe, const struct op *op,
 			   d.lbs / 512 * (op->misc % 4);
 		if (c.sector < d.bytes / 512)
 			c.sector = d.bytes / 512;
+		/* past all the growth the host may give it (-R) */
+		if (o.growth)
+			c.sector += MAX_GROWTH / 512;
 		break;
 	}
 	if (fixed) {
@@ -1539,9 +1569,16 @@ static void do_sys(const struct op *op)
 			uint64_t sz = 0;
 			int ssz = 0;
 
-			if (ioctl(d.bfd, BLKGETSIZE64, &sz) || sz != d.bytes)
+			/* the host may grow it meanwhile (-R) */
+			uint64_t s0 = sysfs_u64("size", 0) * 512, s1;
+
+			if (ioctl(d.bfd, BLKGETSIZE64, &sz))
+				sz = 0;
+			s1 = sysfs_u64("size", 0) * 512;
+			if (sz != s0 && sz != s1)
 				failf(op->idx, "BLKGETSIZE64 %" PRIu64 ", sysfs %"
-				      PRIu64, sz, d.bytes);
+				      PRIu64 " before, %" PRIu64 " after", sz,
+				      s0, s1);
 			if (ioctl(d.bfd, BLKSSZGET, &ssz) || (uint32_t)ssz != d.lbs)
 				failf(op->idx, "BLKSSZGET %d, sysfs %u", ssz, d.lbs);
 		}
@@ -1642,6 +1679,163 @@ static int write_str(const char *path, const char *s)
 	return ret;
 }
 
+static int read_str(const char *path, char *buf, size_t n)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t k;
+
+	if (fd < 0)
+		return -errno;
+	k = read(fd, buf, n - 1);
+	close(fd);
+	if (k < 0)
+		return -errno;
+	buf[k] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	return 0;
+}
+
+/*
+ * The writable knobs a user may turn while I/O runs: the disk's queue
+ * attributes and vbblk's writable parameters. Each gets a valid value,
+ * which must be taken and read back as written, or garbage, which must be
+ * refused with EINVAL and change nothing. The I/O around them goes on
+ * being checked against the model (nomerges=2 ends batching's merges).
+ * max_sectors_kb moves between the device's maximum and the largest I/O
+ * drawn ("cap"): below that, a polled bio would need a split, which the
+ * block layer ends with EAGAIN (REQ_NOWAIT, set on every polled async
+ * bio), and io_uring reissues it from io-wq for ever (6.1; found here with
+ * max_sectors_kb=4). Changing it under I/O is what counts: limits, freeze.
+ */
+static const struct knob {
+	const char *attr;	/* under /sys/block/<disk>/, or absolute */
+	const char *vals[4];	/* valid; "max": max_hw_sectors_kb, "cap": see above */
+} knobs[] = {
+	{ "queue/max_sectors_kb", { "cap", "max", "cap", "max" } },
+	{ "queue/nomerges", { "0", "1", "2", "0" } },
+	{ "queue/rq_affinity", { "0", "1", "2", "1" } },
+	{ "queue/read_ahead_kb", { "0", "128", "1024", "128" } },
+	{ "queue/iostats", { "0", "1", "1", "1" } },
+	{ "queue/add_random", { "0", "1", "0", "0" } },
+	{ "/sys/module/vbblk/parameters/batch", { "0", "1", "1", "1" } },
+	{ "/sys/module/vbblk/parameters/remove_timeout",
+	  { "0", "10", "86400", "30" } },
+};
+
+static void knob_event(unsigned int arg, uint64_t n)
+{
+	const struct knob *k = &knobs[(arg ^ n * 5) % ARRAY_SIZE(knobs)];
+	unsigned int v = (arg >> 3) % 5;	/* 4: garbage */
+	char path[128], before[64], after[64], val[32];
+	int rc;
+
+	if (k->attr[0] == '/')
+		snprintf(path, sizeof(path), "%s", k->attr);
+	else
+		snprintf(path, sizeof(path), "/sys/block/%s/%s", d.name, k->attr);
+	if (read_str(path, before, sizeof(before)))
+		return;		/* not on this kernel, or this disk */
+	sh->c.knobs++;
+	if (v == 4)
+		snprintf(val, sizeof(val), "%s", (arg & 4) ? "x" : "-1x");
+	else if (!strcmp(k->vals[v], "max"))
+		snprintf(val, sizeof(val), "%" PRIu64, d.max_bytes / 1024);
+	else if (!strcmp(k->vals[v], "cap"))
+		snprintf(val, sizeof(val), "%" PRIu64,
+			 MIN((uint64_t)(len_cap() + 4095) / 4096 * 4,
+			     d.max_bytes / 1024));
+	else
+		snprintf(val, sizeof(val), "%s", k->vals[v]);
+	rc = write_str(path, val);
+	if (read_str(path, after, sizeof(after)))
+		after[0] = 0;
+	logop("knob %s: '%s' -> '%s' (%d)", k->attr, before, val, rc);
+	if (v == 4 && rc != -EINVAL)
+		snprintf(sh->event_msg, sizeof(sh->event_msg),
+			 "%s: garbage '%s' got %s, not EINVAL", path, val,
+			 rc ? strerror(-rc) : "taken");
+	else if (v == 4 && strcmp(before, after))
+		snprintf(sh->event_msg, sizeof(sh->event_msg),
+			 "%s: refused '%s' but moved from %s to %s", path, val,
+			 before, after);
+	else if (v < 4 && rc)
+		snprintf(sh->event_msg, sizeof(sh->event_msg),
+			 "%s: valid '%s' refused: %s", path, val, strerror(-rc));
+	else if (v < 4 && strcmp(val, after) &&
+		 !(!strcmp(after, "Y") && !strcmp(val, "1")) &&
+		 !(!strcmp(after, "N") && !strcmp(val, "0")))
+		snprintf(sh->event_msg, sizeof(sh->event_msg),
+			 "%s: stored '%s', reads back '%s'", path, val, after);
+}
+
+/*
+ * A request to the test harness on the host (tests/guest/lib.sh's
+ * hostcmd: /host/req/N.req, answered in N.resp, "OK" first). 0 if done.
+ */
+static int host_req(const char *req, unsigned int secs)
+{
+	static unsigned int seq = 50000;	/* beside the shell's numbers */
+	char tmp[64], path[64], resp[64];
+	unsigned int i;
+	FILE *f;
+
+	seq++;
+	snprintf(tmp, sizeof(tmp), "/host/req/%05u.tmp", seq);
+	snprintf(path, sizeof(path), "/host/req/%05u.req", seq);
+	f = fopen(tmp, "w");
+	if (!f)
+		return -errno;
+	fprintf(f, "%s\n", req);
+	fclose(f);
+	if (rename(tmp, path))
+		return -errno;
+	snprintf(path, sizeof(path), "/host/req/%05u.resp", seq);
+	for (i = 0; i < secs * 10; i++) {
+		if (!read_str(path, resp, sizeof(resp)))
+			return strncmp(resp, "OK", 2) ? -EIO : 0;
+		usleep(100000);
+	}
+	return -ETIMEDOUT;
+}
+
+/*
+ * The host grows the disk by 1-4 MiB (16 MiB at most in a run), under
+ * the I/O: the guest must see the new size within 30 s, and nothing else
+ * changes (the model's region is the disk's first size).
+ */
+static void resize_event(unsigned int arg)
+{
+	static uint64_t grown;
+	uint64_t cur = sysfs_u64("size", 0) * 512, add = (1 + arg % 4) << 20;
+	char req[96];
+	unsigned int i;
+	int rc;
+
+	if (grown + add > MAX_GROWTH)
+		return;
+	grown += add;
+	snprintf(req, sizeof(req), "resize %s %" PRIu64, o.resize_node,
+		 cur + add);
+	logop("resize %s to %" PRIu64, o.resize_node, cur + add);
+	rc = host_req(req, 30);
+	if (rc) {
+		snprintf(sh->event_msg, sizeof(sh->event_msg),
+			 "host block_resize to %" PRIu64 ": %s", cur + add,
+			 strerror(-rc));
+		return;
+	}
+	for (i = 0; i < 300; i++) {
+		if (sysfs_u64("size", 0) * 512 == cur + add) {
+			sh->c.resizes++;
+			return;
+		}
+		usleep(100000);
+	}
+	snprintf(sh->event_msg, sizeof(sh->event_msg),
+		 "the host grew the disk to %" PRIu64 " bytes; after 30 s the "
+		 "guest says %" PRIu64, cur + add, sysfs_u64("size", 0) * 512);
+}
+
 static void event_loop(void)
 {
 	uint64_t seen = 0;
@@ -1659,6 +1853,15 @@ static void event_loop(void)
 		seen = sh->event_req;
 		switch (sh->event_kind) {
 		case K_EVCACHE:
+			/* one in four is another knob, one in four a resize */
+			if ((sh->event_arg & 0xc0) == 0xc0 && o.knobs) {
+				knob_event(sh->event_arg, seen);
+				break;
+			}
+			if ((sh->event_arg & 0xc0) == 0x80 && o.resize_node) {
+				resize_event(sh->event_arg);
+				break;
+			}
 			/* the device may refuse one: only the store's end counts */
 			write_str(path, seen & 1 ? "write through" : "write back");
 			break;
@@ -1679,6 +1882,10 @@ static void event_wait(void)
 		/* what the event waits for may need our polling */
 		reap_all(false);
 		usleep(200);
+	}
+	if (sh->event_msg[0]) {
+		failf(sh->event_idx, "%s", sh->event_msg);
+		sh->event_msg[0] = 0;
 	}
 }
 
@@ -1736,6 +1943,8 @@ static void do_event(const struct op *op)
 			sh->c.suspends++;
 		}
 		sh->event_kind = op->kind;
+		sh->event_arg = op->misc;
+		sh->event_idx = op->idx;
 		if (op->kind == K_EVSUSPEND && o.held && (op->misc & 1)) {
 			/*
 			 * Held: every ring's commands in flight, and this
@@ -2074,6 +2283,7 @@ static int supervise(const char *name, const char *who)
 			sh->c.failures++;
 			sh->c.first_fail = sh->cur;
 			/* the kernel's side of it: blocked tasks to the console */
+			write_str("/proc/sys/kernel/printk", "7");
 			write_str("/proc/sysrq-trigger", "w");
 			return -1;	/* it may never return: leave it */
 		}
@@ -2177,8 +2387,8 @@ int main(int argc, char **argv)
 
 	o.argv0 = argv[0];
 	o.seed = (uint64_t)time(NULL) * 2654435761ULL ^ (uint64_t)getpid() << 32;
-	o.ev_cache = o.ev_fork = o.ev_close = true;
-	while ((opt = getopt(argc, argv, "s:n:t:k:SPHE:w:vx:")) != -1) {
+	o.ev_cache = o.ev_fork = o.ev_close = o.knobs = true;
+	while ((opt = getopt(argc, argv, "s:n:t:k:SPHE:R:w:vx:")) != -1) {
 		switch (opt) {
 		case 's':
 			o.seed = strtoull(optarg, NULL, 0);
@@ -2206,6 +2416,10 @@ int main(int argc, char **argv)
 			o.ev_suspend = strstr(optarg, "suspend");
 			o.ev_fork = strstr(optarg, "fork");
 			o.ev_close = strstr(optarg, "close");
+			break;
+		case 'R':
+			o.resize_node = optarg;
+			o.growth = true;
 			break;
 		case 'w':
 			o.stall = atoi(optarg);
@@ -2241,7 +2455,9 @@ int main(int argc, char **argv)
 			reg_hi = d.bytes;
 			o.seed = o.seed * 6364136223846793005ULL + 1;
 			o.shrink = false;
-			o.ev_suspend = false;	/* one process suspends */
+			/* one process suspends, resizes, turns knobs */
+			o.ev_suspend = o.knobs = false;
+			o.resize_node = NULL;
 			rc = supervise(argv[optind], " (partner)");
 			printf("exerciser: partner: %" PRIu64 " operations, seed 0x%"
 			       PRIx64 ", %" PRIu64 " failures\n", sh->c.ops, o.seed,
@@ -2262,11 +2478,12 @@ int main(int argc, char **argv)
 	}
 	printf("exerciser: %" PRIu64 " operations (%" PRIu64 " node, %" PRIu64
 	       " block, %" PRIu64 " events, %" PRIu64 " suspends, %" PRIu64
-	       " held), %" PRIu64
+	       " held, %" PRIu64 " knobs, %" PRIu64 " resizes), %" PRIu64
 	       " ring configurations, %u combinations, seed 0x%" PRIx64 ", %"
 	       PRIu64 " failures\n",
 	       mine->c.ops, mine->c.node, mine->c.block, mine->c.events,
-	       mine->c.suspends, mine->c.held, mine->c.rings,
+	       mine->c.suspends, mine->c.held, mine->c.knobs,
+	       mine->c.resizes, mine->c.rings,
 	       combos_seen(&mine->c),
 	       o.seed, mine->c.failures);
 	if (rc > 0 && o.shrink && mine->c.failures)

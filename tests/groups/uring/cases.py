@@ -189,7 +189,13 @@ def exer_shape(seed):
     if r.random() < 0.2:
         params.append('batch=0')
     events = ['cache', 'fork', 'close']
-    if os.environ.get('EXER_SUSPEND') != '0':
+    # a boot has suspends or host resizes, not both: 9p (the host's
+    # requests) cannot be frozen. Its own draw, so the others stay put.
+    resize = random.Random('resize-%d' % seed).random() < 0.4
+    if os.environ.get('EXER_RESIZE') in ('0', '1'):
+        resize = os.environ['EXER_RESIZE'] == '1'
+    resize = resize and not ro  # QEMU grows no read-only node
+    if os.environ.get('EXER_SUSPEND') != '0' and not resize:
         events.append('suspend')
     if os.environ.get('EXER_EVENTS') is not None:
         events = os.environ['EXER_EVENTS'].split(',')
@@ -204,6 +210,8 @@ def exer_shape(seed):
         flags += ' -x drain'
     if os.environ.get('EXER_KEEP'):
         flags += ' -k ' + os.environ['EXER_KEEP']
+    if resize:
+        flags += ' -R exer1'
     return dict(props=props, ro=ro, params=' '.join(params), events=','.join(events),
                 flags=(flags + ' -S').strip())
 
@@ -236,7 +244,8 @@ def _exercise():
     the node (every opcode, one fault each, plain/registered/vectored/file-backed buffers,
     IOPOLL/SQPOLL/SINGLE_ISSUER/DEFER_TASKRUN/COOP_TASKRUN rings, links, cancels, timeouts,
     two rings), the block device (O_DIRECT, buffered, ioctls) and events (cache_type flips,
-    a fork, a ring closed mid-flight, suspends), every result checked against a model of the
+    stores to the disk's other knobs and vbblk's parameters, a fork, a ring closed
+    mid-flight, and suspends or host resizes), every result checked against a model of the
     disk; the device shape and module parameters drawn from the same seed"""
     return _exer_disks(int(os.environ.get('EXER_SEED', str(EXER_FIXED_SEED)), 0), 4000)
 
