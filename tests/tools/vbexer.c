@@ -54,6 +54,7 @@
 #include <linux/fs.h>
 #include <linux/ioprio.h>
 #include <linux/vbblk.h>
+#include <scsi/sg.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -163,6 +164,7 @@ struct counts {
 	uint64_t suspends, held;	/* suspends made, held ones */
 	uint64_t knobs;			/* sysfs and parameter stores */
 	uint64_t resizes;		/* host block_resize, seen by the guest */
+	uint64_t sgio;			/* O_DIRECT reads and writes by SG_IO */
 	uint64_t first_fail;		/* op index of the first failure */
 	uint32_t combos[1024];		/* bitmap of (kind, ring flags, fault) */
 };
@@ -1546,6 +1548,119 @@ static uint8_t *sys_buf(void)
 	return buf;
 }
 
+/*
+ * One in eight O_DIRECT preads and pwrites goes by SG_IO instead:
+ * READ(16) or WRITE(16) (FUA drawn), one in four of them from a child
+ * without privileges on the same descriptor, which vbblk lets send them
+ * as the kernel's scsi_cmd_allowed() would (WRITE on a writable open
+ * only). The buffer is shared with that child.
+ */
+static bool sg_path(const struct op *op)
+{
+	return (op->misc & 0x07) == 0x07;
+}
+
+static uint8_t *sg_buf(void)
+{
+	static uint8_t *buf;
+
+	if (!buf) {
+		buf = mmap(NULL, SLOT_BYTES + 4096, PROT_READ | PROT_WRITE,
+			   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (buf == MAP_FAILED)
+			die("mmap", errno);
+	}
+	return buf;
+}
+
+/* 0, -errno from the ioctl, or 1 with @why: the command failed. */
+static int sg_rw(const struct op *op, bool write, uint64_t off, uint32_t len,
+		 uint8_t *buf, char *why, size_t n)
+{
+	bool unpriv = (op->misc & 0x30) == 0x30;
+	uint64_t lba = off / d.lbs;
+	uint32_t nb = len / d.lbs;
+	uint8_t cdb[16] = { write ? 0x8a : 0x88 }, sense[32];
+	struct sg_io_hdr h = {
+		.interface_id = 'S', .cmd_len = sizeof(cdb),
+		.mx_sb_len = sizeof(sense), .dxfer_len = len, .dxferp = buf,
+		.cmdp = cdb, .sbp = sense, .timeout = 60000,
+		.dxfer_direction = write ? SG_DXFER_TO_DEV : SG_DXFER_FROM_DEV,
+	};
+	int i, st, rc = 0;
+	pid_t p = 0;
+
+	for (i = 0; i < 8; i++)
+		cdb[2 + i] = lba >> (56 - 8 * i);
+	for (i = 0; i < 4; i++)
+		cdb[10 + i] = nb >> (24 - 8 * i);
+	if (op->misc & 0x40)
+		cdb[1] |= 0x08;		/* FUA */
+	sh->c.sgio++;
+	combo(op->kind, 0x8000, unpriv);
+	if (unpriv) {
+		p = fork();
+		if (p < 0)
+			die("fork", errno);
+		if (p) {
+			if (waitpid(p, &st, 0) < 0 || !WIFEXITED(st))
+				die("waitpid", ECHILD);
+			st = WEXITSTATUS(st);
+			rc = st >= 100 ? -(st - 100) : st;
+			if (rc == 1)
+				snprintf(why, n, "SCSI status failed (unprivileged)");
+			return rc;
+		}
+		if (setgid(65534) || setuid(65534))
+			_exit(100 + errno);
+	}
+	if (ioctl(d.bfd, SG_IO, &h))
+		rc = -errno;
+	else if ((h.info & SG_INFO_OK_MASK) != SG_INFO_OK || h.status ||
+		 h.host_status || h.driver_status || h.resid) {
+		snprintf(why, n, "status 0x%x host 0x%x driver 0x%x resid %d "
+			 "sense %02x %02x %02x %02x", h.status, h.host_status,
+			 h.driver_status, h.resid, sense[0], sense[1], sense[2],
+			 sense[3]);
+		rc = 1;
+	}
+	if (unpriv)
+		_exit(rc < 0 ? 100 - rc : rc);
+	return rc;
+}
+
+static void do_sg(const struct op *op, uint64_t off, uint32_t len)
+{
+	bool write = op->kind == K_PWRITE;
+	uint8_t *buf = sg_buf();
+	char why[160] = "";
+	int rc;
+
+	logop("%" PRIu64 " sg_io %s off %" PRIu64 " len %u%s%s", op->idx,
+	      write ? "write(16)" : "read(16)", off, len,
+	      op->misc & 0x40 ? " fua" : "",
+	      (op->misc & 0x30) == 0x30 ? " unprivileged" : "");
+	if (write)
+		fill(buf, len, op->idx);
+	rc = sg_rw(op, write, off, len, buf, why, sizeof(why));
+	if (write && d.ro) {
+		/* opened read-only (see setup): refused before the device */
+		if (rc != -EPERM)
+			failf(op->idx, "SG_IO WRITE(16) on a read-only open: %s, "
+			      "not EPERM", rc < 0 ? strerror(-rc) :
+			      rc ? why : "done");
+	} else if (rc) {
+		failf(op->idx, "SG_IO %s: %s", write ? "WRITE(16)" : "READ(16)",
+		      rc < 0 ? strerror(-rc) : why);
+		if (write)
+			model_forget(off, len);
+	} else if (write) {
+		model_set(off, buf, len);
+	} else {
+		model_check(op->idx, off, buf, len);
+	}
+}
+
 static void do_sys(const struct op *op)
 {
 	uint64_t off = reg_lo + op->off, range[2];
@@ -1585,6 +1700,10 @@ static void do_sys(const struct op *op)
 		return;
 	}
 	wait_clear(off, len, op->kind != K_PREAD && op->kind != K_BUFREAD);
+	if ((op->kind == K_PREAD || op->kind == K_PWRITE) && sg_path(op)) {
+		do_sg(op, off, len);
+		return;
+	}
 	switch (op->kind) {
 	case K_PREAD:
 		n = pread(d.bfd, buf, len, off);
@@ -2478,12 +2597,13 @@ int main(int argc, char **argv)
 	}
 	printf("exerciser: %" PRIu64 " operations (%" PRIu64 " node, %" PRIu64
 	       " block, %" PRIu64 " events, %" PRIu64 " suspends, %" PRIu64
-	       " held, %" PRIu64 " knobs, %" PRIu64 " resizes), %" PRIu64
+	       " held, %" PRIu64 " knobs, %" PRIu64 " resizes, %" PRIu64
+	       " sg_io), %" PRIu64
 	       " ring configurations, %u combinations, seed 0x%" PRIx64 ", %"
 	       PRIu64 " failures\n",
 	       mine->c.ops, mine->c.node, mine->c.block, mine->c.events,
 	       mine->c.suspends, mine->c.held, mine->c.knobs,
-	       mine->c.resizes, mine->c.rings,
+	       mine->c.resizes, mine->c.sgio, mine->c.rings,
 	       combos_seen(&mine->c),
 	       o.seed, mine->c.failures);
 	if (rc > 0 && o.shrink && mine->c.failures)
