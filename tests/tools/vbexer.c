@@ -1266,7 +1266,14 @@ static void prep_bdev(struct io_uring_sqe *sqe, const struct op *op,
 	}
 	if (op->rwflags & 1)
 		sqe->rw_flags |= RWF_NOWAIT;
-	if (wr && (op->rwflags & 2))
+	/*
+	 * Not a polled one in request mode: 6.1's blk-mq may end it from the
+	 * interrupt of a flush another request's sequence sent (the flush
+	 * machinery's queue is the default map's), and then warns in
+	 * bio_put() of io_uring's bio cache (block/bio.c:744): blk-mq's path.
+	 */
+	if (wr && (op->rwflags & 2) &&
+	    !(d.blkmq && d.poll && (r->flags & IORING_SETUP_IOPOLL)))
 		sqe->rw_flags |= RWF_DSYNC;
 	sqe->ioprio = op->ioprio;
 }
