@@ -122,6 +122,7 @@ struct disk {
 	uint32_t lbs;
 	uint64_t max_bytes;		/* max_hw_sectors_kb */
 	uint32_t max_segs;
+	int sg_max;			/* SG_IO's largest transfer (docs/scsi.md) */
 	uint32_t dma_align;		/* mask */
 	uint64_t max_discard;		/* sectors, 0: none */
 	uint64_t max_wz;		/* sectors, 0: none */
@@ -1650,15 +1651,26 @@ static void do_sg(const struct op *op, uint64_t off, uint32_t len)
 	if (write)
 		fill(buf, len, op->idx);
 	rc = sg_rw(op, write, off, len, buf, why, sizeof(why));
-	if (write && d.ro) {
+	if (d.sg_max >= 0 && len > (uint32_t)d.sg_max) {
+		/* longer than SG_IO takes: refused, nothing moved */
+		if (rc != -EINVAL && !(write && d.ro && rc == -EPERM))
+			failf(op->idx, "SG_IO of %u bytes, above its %d: %s, not "
+			      "EINVAL", len, d.sg_max, rc < 0 ? strerror(-rc) :
+			      rc ? why : "done");
+	} else if (write && d.ro) {
 		/* opened read-only (see setup): refused before the device */
 		if (rc != -EPERM)
 			failf(op->idx, "SG_IO WRITE(16) on a read-only open: %s, "
 			      "not EPERM", rc < 0 ? strerror(-rc) :
 			      rc ? why : "done");
 	} else if (rc) {
-		failf(op->idx, "SG_IO %s: %s", write ? "WRITE(16)" : "READ(16)",
-		      rc < 0 ? strerror(-rc) : why);
+		int rsv = -1;
+
+		ioctl(d.bfd, SG_GET_RESERVED_SIZE, &rsv);
+		failf(op->idx, "SG_IO %s of %u bytes at %" PRIu64 " (buffer %p; "
+		      "SG_GET_RESERVED_SIZE %d, max_segments %u): %s",
+		      write ? "WRITE(16)" : "READ(16)", len, off, buf, rsv,
+		      d.max_segs, rc < 0 ? strerror(-rc) : why);
 		if (write)
 			model_forget(off, len);
 	} else if (write) {
@@ -2263,6 +2275,10 @@ static void setup_disk(const char *name)
 	snprintf(path, sizeof(path), "/dev/%s", name);
 	d.bfd = open(path, (d.ro ? O_RDONLY : O_RDWR) | O_DIRECT);
 	d.bfd_buf = open(path, d.ro ? O_RDONLY : O_RDWR);
+	/* fresh, SG_GET_RESERVED_SIZE is the largest transfer SG_IO takes */
+	d.sg_max = -1;
+	if (d.bfd >= 0)
+		ioctl(d.bfd, SG_GET_RESERVED_SIZE, &d.sg_max);
 	if (d.bfd < 0 || d.bfd_buf < 0)
 		die(path, errno);
 	/* no readahead: a buffered read caches only what it asked for */
