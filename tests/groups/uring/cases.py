@@ -243,10 +243,11 @@ def _exercise():
     """the exerciser with a fixed seed (EXER_SEED=... picks another): operations drawn over
     the node (every opcode, one fault each, plain/registered/vectored/file-backed buffers,
     IOPOLL/SQPOLL/SINGLE_ISSUER/DEFER_TASKRUN/COOP_TASKRUN rings, links, cancels, timeouts,
-    two rings), the block device (O_DIRECT, buffered, ioctls) and events (cache_type flips,
-    stores to the disk's other knobs and vbblk's parameters, a fork, a ring closed
-    mid-flight, and suspends or host resizes), every result checked against a model of the
-    disk; the device shape and module parameters drawn from the same seed"""
+    two rings), the block device (O_DIRECT, buffered, ioctls, SG_IO as root and not) and
+    events (cache_type flips, stores to the disk's other knobs and vbblk's parameters, a
+    fork, a ring closed mid-flight, and suspends or host resizes), every result checked
+    against a model of the disk; the device shape and module parameters drawn from the
+    same seed"""
     return _exer_disks(int(os.environ.get('EXER_SEED', str(EXER_FIXED_SEED)), 0), 4000)
 
 
