@@ -748,7 +748,6 @@ static uint32_t lbs_units(uint32_t max)
 	return d.lbs * (1 + rnd(n ? n : 1));
 }
 
-/* A transfer size: mostly small, sometimes up to the limit. */
 /*
  * The largest I/O drawn: none may need a split, which a polled bio cannot
  * take (see knobs[]).
@@ -762,6 +761,7 @@ static uint32_t len_cap(void)
 	return segcap < cap ? segcap : cap;
 }
 
+/* A transfer size: mostly small, sometimes up to the limit. */
 static uint32_t draw_len(void)
 {
 	uint32_t cap = len_cap();
@@ -1568,6 +1568,11 @@ static bool sg_path(const struct op *op)
 	return (op->misc & 0x07) == 0x07;
 }
 
+static bool sg_unpriv(const struct op *op)
+{
+	return (op->misc & 0x30) == 0x30;
+}
+
 static uint8_t *sg_buf(void)
 {
 	static uint8_t *buf;
@@ -1585,7 +1590,7 @@ static uint8_t *sg_buf(void)
 static int sg_rw(const struct op *op, bool write, uint64_t off, uint32_t len,
 		 uint8_t *buf, char *why, size_t n)
 {
-	bool unpriv = (op->misc & 0x30) == 0x30;
+	bool unpriv = sg_unpriv(op);
 	uint64_t lba = off / d.lbs;
 	uint32_t nb = len / d.lbs;
 	uint8_t cdb[16] = { write ? 0x8a : 0x88 }, sense[32];
@@ -1647,7 +1652,7 @@ static void do_sg(const struct op *op, uint64_t off, uint32_t len)
 	logop("%" PRIu64 " sg_io %s off %" PRIu64 " len %u%s%s", op->idx,
 	      write ? "write(16)" : "read(16)", off, len,
 	      op->misc & 0x40 ? " fua" : "",
-	      (op->misc & 0x30) == 0x30 ? " unprivileged" : "");
+	      sg_unpriv(op) ? " unprivileged" : "");
 	if (write)
 		fill(buf, len, op->idx);
 	rc = sg_rw(op, write, off, len, buf, why, sizeof(why));
@@ -1664,12 +1669,9 @@ static void do_sg(const struct op *op, uint64_t off, uint32_t len)
 			      "not EPERM", rc < 0 ? strerror(-rc) :
 			      rc ? why : "done");
 	} else if (rc) {
-		int rsv = -1;
-
-		ioctl(d.bfd, SG_GET_RESERVED_SIZE, &rsv);
 		failf(op->idx, "SG_IO %s of %u bytes at %" PRIu64 " (buffer %p; "
-		      "SG_GET_RESERVED_SIZE %d, max_segments %u): %s",
-		      write ? "WRITE(16)" : "READ(16)", len, off, buf, rsv,
+		      "SG_IO's largest %d, max_segments %u): %s",
+		      write ? "WRITE(16)" : "READ(16)", len, off, buf, d.sg_max,
 		      d.max_segs, rc < 0 ? strerror(-rc) : why);
 		if (write)
 			model_forget(off, len);

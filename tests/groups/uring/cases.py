@@ -236,8 +236,8 @@ def _exer_setup(guest):
                    '1' if os.environ.get('EXER_TRACE') == '1' else ''))
 
 
-# CI's pass: the fixed seed and a drawn one, in both modes (and in the
-# debug pass, at 1200 operations each). EXER_OPS sets both.
+# CI's pass: the fixed seed and a drawn one, in both modes (the debug pass
+# runs one of each, at 1200 operations). EXER_OPS sets both.
 @test('exercise', timeout=420, vbblk_only=True, setup=_exer_setup, leaks=True)
 def _exercise():
     """the exerciser with a fixed seed (EXER_SEED=... picks another): operations drawn over

@@ -28,7 +28,7 @@ done
 # FIFO: 2048 sequential writes from CPU 0, submitted in order, beside block
 # reads on the same virtqueue; those that find the ring full wait in the
 # driver's worker, and the host checks that the device got them in order
-# (uring_fullring_check: no later write overtakes a waiting one).
+# (_fifo_check in cases.py: no later write overtakes a waiting one).
 d0=$(cat /sys/block/$d/vbblk/uring_deferred)
 fio --name=beside --filename=/dev/$d --rw=randread --bs=4k --direct=1 \
 	--ioengine=libaio --iodepth=64 --time_based --runtime=30 --cpus_allowed=0 \
