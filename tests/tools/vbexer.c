@@ -14,14 +14,16 @@
  *     discard, zero-out, flush and size ioctls;
  *   - events from a second process: cache_type flips, stores to the
  *     disk's other writable knobs and vbblk's writable parameters (valid
- *     ones read back, garbage refused), suspend (pm_test=devices), a fork
- *     that exits with the rings in flight, a ring closed with reads in
- *     flight.
+ *     ones read back, garbage refused), suspend (pm_test=devices), unbind
+ *     and bind of the driver with every ring in flight (the rings live on;
+ *     the descriptors are opened again on the same numbers), a fork that
+ *     exits with the rings in flight, a ring closed with reads in flight.
  *
  * The model: one completion per submission, each result one the uAPI
  * documents for that case, every byte read equal to the model of the disk
  * (a region written by one process; sectors of unknown content, after a
- * discard or a failed write, are not checked), and no operation or event
+ * discard or a failed write, are not checked), EIO exactly where the
+ * device has a bad sector (-B), and no operation or event
  * outliving a stall bound. The operations are a function of the seed alone;
  * -k replays a subset of them, -S shrinks a failure to a short list.
  *
@@ -31,12 +33,19 @@
  *     -k LIST   issue only these operations: "3,17,40-45" or @FILE
  *     -S        on a failure, shrink it to a short list and print it
  *     -P        a partner process on the second half of the disk
+ *     -h        the first half only, as with -P but without the partner
+ *               (the shrink's runs of a -P run)
  *     -H        half the suspends held: polled reads in flight, the process
  *               asleep without polling (finds M2; io-wq may then spin on a
  *               polled bio's EAGAIN and fail the freeze: not by default)
- *     -E LIST   events: cache (and knobs),suspend,fork,close (default
- *               cache,fork,close);
- *               at most two suspends a run, by the first process only
+ *     -E LIST   events: cache (and knobs),suspend,unbind,fork,close
+ *               (default cache,fork,close); at most two suspends and four
+ *               unbinds a run, by the first process only (unbind: not
+ *               with -P)
+ *     -B LIST   the device fails I/O on these sectors (blkdebug, set up by
+ *               the harness): "SECTOR:r|w|rw,...", 512-byte sectors of
+ *               the disk; a read or write over one must fail with EIO
+ *               (request mode: one beside it may too, merged with it)
  *     -R NODE   one in four cache events asks the host to grow the disk
  *               (QEMU node NODE, by 1-4 MiB, 16 MiB in all) through the
  *               test harness's /host/req (not with suspends: 9p cannot)
@@ -47,6 +56,7 @@
  * 2 bad usage or setup.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -132,6 +142,7 @@ struct disk {
 	bool poll;			/* queue/io_poll: polled bios go */
 	bool blkmq;			/* request mode: blk-mq's flush sequence */
 	int nfd, nfd_ro;		/* the node, read-write and read-only */
+	char vdev[32];			/* its virtio device: virtioN */
 	int bfd, bfd_buf;		/* the block device: O_DIRECT, buffered */
 };
 
@@ -148,8 +159,11 @@ static struct {
 	unsigned int secs;
 	unsigned int stall;
 	bool verbose, shrink, partner;
+	bool half;			/* -h: -P's first half, no partner */
 	bool held;			/* -H: half the suspends held */
-	bool ev_cache, ev_suspend, ev_fork, ev_close;
+	bool ev_cache, ev_suspend, ev_fork, ev_close, ev_unbind;
+	const char *events;		/* -E, as given: for the shrink's runs */
+	const char *bad;		/* -B, as given: for the shrink's runs */
 	const char *resize_node;	/* -R: the host grows this disk */
 	bool growth;			/* -R given: the disk may grow */
 	bool knobs;			/* stores to knobs: one process only */
@@ -166,6 +180,8 @@ struct counts {
 	uint64_t knobs;			/* sysfs and parameter stores */
 	uint64_t resizes;		/* host block_resize, seen by the guest */
 	uint64_t sgio;			/* O_DIRECT reads and writes by SG_IO */
+	uint64_t unbinds;		/* unbind and bind with rings in flight */
+	uint64_t eio;			/* EIO from a bad sector (-B) */
 	uint64_t first_fail;		/* op index of the first failure */
 	uint32_t combos[1024];		/* bitmap of (kind, ring flags, fault) */
 };
@@ -187,6 +203,8 @@ struct shared {
 	volatile int event_arg;		/* the op's misc: which knob, what value */
 	volatile uint64_t event_idx;
 	char event_msg[400];		/* a knob's store against its model */
+	char disk[32];			/* the disk's name now: an unbind and
+					 * bind may give it another */
 };
 
 static struct shared *sh;
@@ -239,6 +257,7 @@ enum kind {
 	K_FSYNC, K_INFO,		/* block device, system calls */
 	K_RING,				/* a new ring configuration */
 	K_EVCACHE, K_EVSUSPEND, K_EVFORK, K_DRAIN,
+	K_EVUNBIND, K_EVBIND,		/* within a cache event: see do_unbind() */
 	K_NKINDS
 };
 
@@ -247,7 +266,7 @@ static const char *const kname[K_NKINDS] = {
 	"bread", "bwrite", "nop", "timeout", "cancel", "chain",
 	"pread", "pwrite", "bufwrite", "bufread", "blkdiscard", "blkzeroout",
 	"fdatasync", "info", "ring", "ev-cache", "ev-suspend", "ev-fork",
-	"drain",
+	"drain", "ev-unbind", "ev-bind",
 };
 
 /* One fault at most per command, so that its errno is the one expected. */
@@ -292,6 +311,8 @@ struct slot {
 	int nres;
 	int res[MAX_RES];		/* what the result may be */
 	bool canceled_ok;
+	bool gone_ok;			/* in flight at an unbind */
+	bool bad;			/* may fail on a bad sector (-B) */
 	uint64_t chain;			/* its link chain: the first op's index */
 	unsigned int chain_pos;
 	uint8_t *buf;			/* data (within the slot's area) */
@@ -414,6 +435,60 @@ static int ring_free_slot(struct ring *r)
 
 /* ---- the model ---- */
 
+/* -B: sectors where the device fails reads, writes or both */
+#define MAX_BAD		8
+static struct bad {
+	uint64_t off;			/* bytes */
+	bool r, w;
+} bad[MAX_BAD];
+static unsigned int nbad;
+
+/*
+ * Does I/O of @write over [off, off+len), padded by @pad bytes each side,
+ * cover a bad sector?
+ */
+static bool bad_in(uint64_t off, uint64_t len, bool write, uint64_t pad)
+{
+	unsigned int i;
+
+	for (i = 0; i < nbad; i++)
+		if ((write ? bad[i].w : bad[i].r) &&
+		    bad[i].off + 512 + pad > off && bad[i].off < off + len + pad)
+			return true;
+	return false;
+}
+
+/*
+ * A writeback error is the file's: every descriptor open at the time sees
+ * it at its next fdatasync (errseq), a partner's (-P) too, whatever range
+ * it wrote.
+ */
+static bool bad_theirs(void)
+{
+	unsigned int i;
+
+	for (i = 0; o.partner && i < nbad; i++)
+		if (bad[i].w)
+			return true;
+	return false;
+}
+
+/* EIO for certain: the I/O covers a bad sector */
+static bool bad_hit(uint64_t off, uint64_t len, bool write)
+{
+	return bad_in(off, len, write, 0);
+}
+
+/*
+ * EIO possible: blk-mq (request mode) merges block I/O that meets into
+ * one request, which fails whole; bio mode retries a failed command bio
+ * by bio, and passthrough commands do not merge.
+ */
+static bool bad_near(uint64_t off, uint64_t len, bool write)
+{
+	return bad_in(off, len, write, d.blkmq ? d.max_bytes : 0);
+}
+
 static void model_set(uint64_t off, const uint8_t *buf, uint32_t len)
 {
 	memcpy(model + off - reg_lo, buf, len);
@@ -503,7 +578,18 @@ static bool res_ok(const struct slot *s, int res)
 	 * A cancel ends a command queued in io-wq (ECANCELED), or one that
 	 * waits there in the driver (EINTR, as a signal would).
 	 */
-	return s->canceled_ok && (res == -ECANCELED || res == -EINTR);
+	if (s->canceled_ok && (res == -ECANCELED || res == -EINTR))
+		return true;
+	/*
+	 * In flight at an unbind: a node command not yet on the ring ends
+	 * with ENODEV, block I/O the gone disk did not take with EIO (ENXIO,
+	 * ENODEV on the way in), and what was linked behind either ECANCELED.
+	 */
+	return s->gone_ok &&
+	       (res == -ECANCELED ||
+		(s->kind <= K_NGETID && res == -ENODEV) ||
+		((s->kind == K_BREAD || s->kind == K_BWRITE) &&
+		 (res == -EIO || res == -ENXIO || res == -ENODEV)));
 }
 
 static void res_str(const struct slot *s, char *out, size_t n)
@@ -513,7 +599,9 @@ static void res_str(const struct slot *s, char *out, size_t n)
 	for (i = 0; i < s->nres; i++)
 		k += snprintf(out + k, n - k, "%s%d", i ? "|" : "", s->res[i]);
 	if (s->canceled_ok)
-		snprintf(out + k, n - k, "|%d|%d", -ECANCELED, -EINTR);
+		k += snprintf(out + k, n - k, "|%d|%d", -ECANCELED, -EINTR);
+	if (s->gone_ok)
+		snprintf(out + k, n - k, " or the unbind's");
 }
 
 static bool node_writes(uint8_t kind)
@@ -549,6 +637,11 @@ static void end_slot(struct ring *r, struct slot *s, int res)
 		failf(s->idx, "%s moved %d of %u bytes", kname[s->kind], res,
 		      s->len);
 	}
+	if (res == -EIO && s->bad)
+		sh->c.eio++;
+	if (res < 0 && (s->gone_ok || s->bad) &&
+	    (s->writes || node_writes(s->kind) || s->kind == K_BWRITE))
+		model_forget(s->off, s->len);	/* it may have landed */
 	if (res >= 0) {
 		switch (s->kind) {
 		case K_NREAD:
@@ -783,6 +876,18 @@ static uint64_t draw_off(uint32_t len)
 	uint64_t span = reg_hi - reg_lo;
 	uint64_t n = (span - len) / d.lbs;
 
+	/*
+	 * One in ten over or just beside a bad sector (-B; nothing drawn
+	 * without: a seed's operations stay what they were).
+	 */
+	if (nbad && chance(10)) {
+		const struct bad *b = &bad[rnd(nbad)];
+		uint64_t at = b->off - b->off % d.lbs;
+		uint64_t back = (uint64_t)rnd(len / d.lbs + 2) * d.lbs;
+
+		if (at >= reg_lo + back && at - back - reg_lo <= span - len)
+			return at - back - reg_lo;
+	}
 	/* Half the time near the region's start: more overlap. */
 	if (chance(50) && n > 64)
 		n = 64;
@@ -1314,6 +1419,31 @@ static void cancel_ok_from(struct ring *r, struct slot *t)
  * if its result is surely an error (the chain breaks there), 1 if it may
  * be, 0 if not.
  */
+/*
+ * A block-device read or write over a bad sector: EIO instead of its byte
+ * count (the errors before the I/O stay); beside one, in request mode,
+ * EIO as well.
+ */
+static void bad_ring_io(struct slot *s, uint64_t off, uint32_t len, int *fails)
+{
+	int i, k = 0;
+
+	if (bad_hit(off, len, s->writes)) {
+		for (i = 0; i < s->nres; i++)
+			if (s->res[i] != (int)len)
+				s->res[k++] = s->res[i];
+		s->nres = k;
+		s->reads = false;
+		*fails = 2;
+	} else if (bad_near(off, len, s->writes)) {
+		*fails = *fails ? *fails : 1;
+	} else {
+		return;
+	}
+	want(s, -EIO);
+	s->bad = true;
+}
+
 static int put_ring_op(const struct op *op, struct ring *r, unsigned int si,
 		       bool link, int prev_fails)
 {
@@ -1344,7 +1474,14 @@ static int put_ring_op(const struct op *op, struct ring *r, unsigned int si,
 	case K_NWZ: case K_NGETID:
 		e = node_expect(op, r);
 		prep_node(sqe, op, r, s, si, e);
-		if (e == 1) {
+		if (e == 1 && (op->kind == K_NREAD || op->kind == K_NWRITE) &&
+		    bad_hit(reg_lo + op->off, op->len, op->kind == K_NWRITE)) {
+			/* passthrough: not merged, so exactly */
+			want(s, -EIO);
+			s->bad = true;
+			s->writes = op->kind == K_NWRITE;
+			fails = 2;
+		} else if (e == 1) {
 			want(s, op->kind == K_NREAD || op->kind == K_NWRITE ?
 			     (int)op->len : op->kind == K_NGETID ?
 			     VBBLK_ID_BYTES : 0);
@@ -1392,6 +1529,7 @@ static int put_ring_op(const struct op *op, struct ring *r, unsigned int si,
 				want(s, -EOPNOTSUPP);
 				fails = 1;
 			}
+			bad_ring_io(s, reg_lo + op->off, op->len, &fails);
 		}
 		sh->c.block++;
 		break;
@@ -1668,6 +1806,16 @@ static void do_sg(const struct op *op, uint64_t off, uint32_t len)
 			failf(op->idx, "SG_IO WRITE(16) on a read-only open: %s, "
 			      "not EPERM", rc < 0 ? strerror(-rc) :
 			      rc ? why : "done");
+	} else if (bad_hit(off, len, write)) {
+		/* passthrough: exactly where the device fails it */
+		sh->c.eio += rc == 1;
+		if (rc != 1)
+			failf(op->idx, "SG_IO %s over a bad sector at %" PRIu64
+			      ": %s, not a failed SCSI status",
+			      write ? "WRITE(16)" : "READ(16)", off,
+			      rc < 0 ? strerror(-rc) : "done");
+		if (write)
+			model_forget(off, len);
 	} else if (rc) {
 		failf(op->idx, "SG_IO %s of %u bytes at %" PRIu64 " (buffer %p; "
 		      "SG_IO's largest %d, max_segments %u): %s",
@@ -1699,7 +1847,7 @@ static void do_sys(const struct op *op)
 		/* everything in flight may still write: fine, it is ours */
 		if (op->kind == K_FSYNC) {
 			drain_polled();
-			if (fdatasync(d.bfd_buf))
+			if (fdatasync(d.bfd_buf) && !(errno == EIO && bad_theirs()))
 				failf(op->idx, "fdatasync: %s", strerror(errno));
 		} else {
 			uint64_t sz = 0;
@@ -1728,7 +1876,14 @@ static void do_sys(const struct op *op)
 	switch (op->kind) {
 	case K_PREAD:
 		n = pread(d.bfd, buf, len, off);
-		if (n != (ssize_t)len)
+		if (bad_hit(off, len, false) || (n < 0 && errno == EIO &&
+						 bad_near(off, len, false))) {
+			sh->c.eio += n < 0 && errno == EIO;
+			if (n >= 0 || errno != EIO)
+				failf(op->idx, "O_DIRECT pread over a bad sector: "
+				      "%zd (%s), not EIO", n,
+				      n < 0 ? strerror(errno) : "data");
+		} else if (n != (ssize_t)len)
 			failf(op->idx, "O_DIRECT pread: %zd of %u (%s)", n, len,
 			      n < 0 ? strerror(errno) : "short");
 		else
@@ -1740,6 +1895,14 @@ static void do_sys(const struct op *op)
 		if (d.ro) {
 			if (n >= 0)
 				failf(op->idx, "a write to a read-only disk succeeded");
+		} else if (bad_hit(off, len, true) ||
+			   (n < 0 && errno == EIO && bad_near(off, len, true))) {
+			sh->c.eio += n < 0 && errno == EIO;
+			if (n >= 0 || errno != EIO)
+				failf(op->idx, "O_DIRECT pwrite over a bad sector: "
+				      "%zd (%s), not EIO", n,
+				      n < 0 ? strerror(errno) : "done");
+			model_forget(off, len);
 		} else if (n != (ssize_t)len) {
 			failf(op->idx, "O_DIRECT pwrite: %zd of %u (%s)", n, len,
 			      n < 0 ? strerror(errno) : "short");
@@ -1761,10 +1924,33 @@ static void do_sys(const struct op *op)
 		} else {
 			n = pread(d.bfd_buf, buf, len, off);
 		}
+		ret = n < 0 ? errno : 0;
 		/* nothing of it stays cached: the node bypasses the cache */
 		if (ioctl(d.bfd_buf, BLKFLSBUF, 0))
 			failf(op->idx, "BLKFLSBUF: %s", strerror(errno));
-		if (n != (ssize_t)len) {
+		errno = ret;
+		if (n != (ssize_t)len &&
+		    (bad_near(off, len, op->kind == K_BUFWRITE) ||
+		     (op->kind == K_BUFWRITE && errno == EIO && bad_theirs()))) {
+			/*
+			 * The page cache reads up to the bad page (a short
+			 * count) or fails; a write's writeback fails whole.
+			 */
+			sh->c.eio++;
+			if (op->kind == K_BUFWRITE || n < 0)
+				model_forget(off, len);
+			else
+				model_check(op->idx, off, buf, n & ~4095L);
+			if (n < 0 && errno != EIO)
+				failf(op->idx, "buffered %s over a bad sector: %s",
+				      op->kind == K_BUFWRITE ? "write" : "read",
+				      strerror(errno));
+		} else if (n == (ssize_t)len &&
+			   bad_hit(off, len, op->kind == K_BUFWRITE)) {
+			failf(op->idx, "buffered %s over a bad sector succeeded",
+			      op->kind == K_BUFWRITE ? "write" : "read");
+			model_forget(off, len);
+		} else if (n != (ssize_t)len) {
 			failf(op->idx, "buffered %s: %zd of %u (%s)",
 			      op->kind == K_BUFWRITE ? "write" : "read", n, len,
 			      n < 0 ? strerror(errno) : "short");
@@ -1791,8 +1977,11 @@ static void do_sys(const struct op *op)
 			if (!ret)
 				model_forget(off, len);
 		} else {
-			if (ret)
+			/* without WRITE ZEROES the kernel writes zeroed pages */
+			if (ret && !(errno == EIO && bad_near(off, len, true)))
 				failf(op->idx, "BLKZEROOUT: %s", strerror(errno));
+			if (ret)
+				model_forget(off, len);
 			else
 				model_zero(off, len);
 		}
@@ -1981,7 +2170,6 @@ static void event_loop(void)
 	uint64_t seen = 0;
 	char path[128];
 
-	snprintf(path, sizeof(path), "/sys/block/%s/cache_type", d.name);
 	for (;;) {
 		int rc = 0;
 
@@ -1991,6 +2179,9 @@ static void event_loop(void)
 			usleep(1000);
 		}
 		seen = sh->event_req;
+		/* this process's copy of the disk: the name is the worker's */
+		snprintf(d.name, sizeof(d.name), "%s", sh->disk);
+		snprintf(path, sizeof(path), "/sys/block/%s/cache_type", d.name);
 		switch (sh->event_kind) {
 		case K_EVCACHE:
 			/* one in four is another knob, one in four a resize */
@@ -2009,6 +2200,13 @@ static void event_loop(void)
 			rc = write_str("/sys/power/pm_test", "devices");
 			if (!rc)
 				rc = write_str("/sys/power/state", "freeze");
+			break;
+		case K_EVUNBIND:
+		case K_EVBIND:
+			rc = write_str(sh->event_kind == K_EVUNBIND ?
+				       "/sys/bus/virtio/drivers/vbblk/unbind" :
+				       "/sys/bus/virtio/drivers/vbblk/bind",
+				       d.vdev);
 			break;
 		}
 		sh->event_rc = rc;
@@ -2032,10 +2230,12 @@ static void event_wait(void)
 /*
  * Before a held suspend: four O_DIRECT reads of the block device on each
  * IOPOLL ring (ring 0 made one if there is none), polled I/O for the
- * freeze to find in flight. Drawn from nothing, so a seed's later
- * operations stay where they were.
+ * freeze to find in flight; before a held unbind (@node), six reads of
+ * the node, the last one from io-wq (IOSQE_ASYNC), which may have to wait
+ * for a free command. Drawn from nothing, so a seed's later operations
+ * stay where they were.
  */
-static void held_reads(uint64_t idx)
+static void held_reads(uint64_t idx, bool node)
 {
 	unsigned int i, k;
 	bool iopoll = false;
@@ -2055,14 +2255,177 @@ static void held_reads(uint64_t idx)
 
 		if (!r->open || !(r->flags & IORING_SETUP_IOPOLL))
 			continue;
-		wait_clear(reg_lo, 4 * 4096, false);
-		room(r, 4);
-		for (k = 0; k < 4; k++) {
+		/* no more than the ring holds: room() waits for that */
+		unsigned int n = MIN(node ? 6U : 4U, r->depth);
+
+		wait_clear(reg_lo, n * 4096, false);
+		room(r, n);
+		for (k = 0; k < n; k++) {
 			struct op rd = { .idx = idx, .kind = K_BREAD,
 					 .off = k * 4096, .len = 4096 };
 
+			if (node) {
+				rd.kind = K_NREAD;
+				rd.sqflags = k == n - 1 ? IOSQE_ASYNC : 0;
+			}
 			put_ring_op(&rd, r, ring_free_slot(r), false, 0);
 		}
+	}
+}
+
+/* Unbinds a run makes at most (each a probe of its own): -E unbind */
+#define MAX_UNBINDS	4
+static unsigned int unbinds;
+
+/* An event for the second process to carry out, waited for here. */
+static int event_sync(const struct op *op, int kind)
+{
+	sh->event_kind = kind;
+	sh->event_arg = op->misc;
+	sh->event_idx = op->idx;
+	sh->event_req++;
+	event_wait();
+	return sh->event_rc;
+}
+
+/* The disk's descriptors opened again, onto the same numbers. */
+static void reopen_fd(int fd, const char *path, int flags)
+{
+	int nfd = open(path, flags);
+
+	if (nfd < 0 || dup2(nfd, fd) < 0)
+		die(path, errno);
+	close(nfd);
+}
+
+/*
+ * After a bind: the disk the virtio device has now (the same name, unless
+ * another disk took it meanwhile), its block device and node opened again
+ * within 30 s.
+ */
+static bool rebind_wait(uint64_t idx)
+{
+	char path[160], bpath[64], npath[64];
+	unsigned int i;
+
+	snprintf(path, sizeof(path), "/sys/bus/virtio/devices/%s/block", d.vdev);
+	for (i = 0; i < 300; i++, usleep(100000)) {
+		DIR *dir = opendir(path);
+		struct dirent *de;
+		char name[32] = "";
+
+		while (dir && (de = readdir(dir)))
+			if (de->d_name[0] != '.')
+				snprintf(name, sizeof(name), "%.31s", de->d_name);
+		if (dir)
+			closedir(dir);
+		if (!name[0])
+			continue;
+		snprintf(bpath, sizeof(bpath), "/dev/%s", name);
+		snprintf(npath, sizeof(npath), "/dev/vbblk/%s", name);
+		if (access(bpath, F_OK) || access(npath, F_OK))
+			continue;
+		if (strcmp(name, d.name))
+			logop("%" PRIu64 " the disk is %s now", idx, name);
+		snprintf(d.name, sizeof(d.name), "%s", name);
+		snprintf(sh->disk, sizeof(sh->disk), "%s", name);
+		reopen_fd(d.nfd, npath, d.nfd_rw ? O_RDWR : O_RDONLY);
+		reopen_fd(d.nfd_ro, npath, O_RDONLY);
+		reopen_fd(d.bfd, bpath, (d.ro ? O_RDONLY : O_RDWR) | O_DIRECT);
+		reopen_fd(d.bfd_buf, bpath, d.ro ? O_RDONLY : O_RDWR);
+		posix_fadvise(d.bfd_buf, 0, 0, POSIX_FADV_RANDOM);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Unbind with every ring's commands submitted and in flight, then bind;
+ * half the time held: this process does not reap until the unbind is done.
+ * Each in-flight command ends with its result or the unbind's errno; the
+ * descriptors held across it are dead (a node command gets ENODEV, the
+ * block device no data); the rings live on, and once the driver has the
+ * device again the descriptors are opened onto the same numbers, so the
+ * rings' later commands go to the new disk. The model: what completed
+ * before stays, a write that failed is forgotten.
+ */
+static void do_unbind(const struct op *op)
+{
+	unsigned int i, k;
+	uint8_t *buf = sys_buf();
+	ssize_t n;
+	int rc;
+
+	unbinds++;
+	sh->c.unbinds++;
+	logop("%" PRIu64 " unbind %s (%s)", op->idx, d.vdev, d.name);
+	if (op->misc & 1)
+		held_reads(op->idx, true);
+	for (i = 0; i < nrings; i++) {
+		struct ring *r = &rings[i];
+
+		if (!r->open)
+			continue;
+		if (op->misc & 1)
+			ring_submit_nopoll(r);
+		else
+			ring_submit(r);
+		for (k = 0; k < r->depth; k++)
+			if (r->s[k].busy)
+				r->s[k].gone_ok = true;
+	}
+	if (op->misc & 1) {
+		/*
+		 * Held: this process sleeps through the unbind without
+		 * reaping (a user's task busy elsewhere, its polled commands
+		 * complete and unreaped): the removal's drain must reap them.
+		 */
+		sh->c.held++;
+		sh->event_kind = K_EVUNBIND;
+		sh->event_arg = op->misc;
+		sh->event_idx = op->idx;
+		sh->event_req++;
+		while (sh->event_done != sh->event_req)
+			usleep(1000);
+		rc = sh->event_rc;
+	} else {
+		rc = event_sync(op, K_EVUNBIND);
+	}
+	if (rc) {
+		failf(op->idx, "unbind of %s: %s", d.vdev, strerror(-rc));
+		return;
+	}
+	drain_all();
+	/* the dead descriptors: a node READ per SQE128 ring, a pread */
+	for (i = 0; i < nrings; i++) {
+		struct ring *r = &rings[i];
+		struct op rd = { .idx = op->idx, .kind = K_NREAD, .len = 4096 };
+		int si;
+
+		if (!r->open || !r->sqe128)
+			continue;
+		si = ring_free_slot(r);
+		put_ring_op(&rd, r, si, false, 0);
+		r->s[si].nres = 0;
+		r->s[si].reads = false;
+		want(&r->s[si], -ENODEV);
+		ring_drain(r);
+	}
+	n = pread(d.bfd, buf, 4096, reg_lo);
+	/* 6.6+ sets a gone disk's size to 0: nothing to read, not an error */
+	if (n > 0 || (n < 0 && errno != EIO && errno != ENXIO && errno != ENODEV))
+		failf(op->idx, "O_DIRECT pread of the unbound disk: %zd (%s)", n,
+		      n < 0 ? strerror(errno) : "data");
+	logop("%" PRIu64 " bind %s", op->idx, d.vdev);
+	rc = event_sync(op, K_EVBIND);
+	if (rc) {
+		failf(op->idx, "bind of %s: %s", d.vdev, strerror(-rc));
+		die("bind", -rc);
+	}
+	if (!rebind_wait(op->idx)) {
+		failf(op->idx, "bound again, %s has no disk, or no node, after "
+		      "30 s", d.vdev);
+		die("bind", ENODEV);
 	}
 }
 
@@ -2082,6 +2445,13 @@ static void do_event(const struct op *op)
 			suspends++;
 			sh->c.suspends++;
 		}
+		/* one in four cache events an unbind, where asked for */
+		if (op->kind == K_EVCACHE && (op->misc & 0xc0) == 0x40 &&
+		    o.ev_unbind && unbinds < MAX_UNBINDS) {
+			combo(K_EVUNBIND, 0, 0);
+			do_unbind(op);
+			break;
+		}
 		sh->event_kind = op->kind;
 		sh->event_arg = op->misc;
 		sh->event_idx = op->idx;
@@ -2095,7 +2465,7 @@ static void do_event(const struct op *op)
 			unsigned int i;
 
 			sh->c.held++;
-			held_reads(op->idx);
+			held_reads(op->idx, false);
 			for (i = 0; i < nrings; i++)
 				ring_submit_nopoll(&rings[i]);
 			sh->event_req++;
@@ -2224,12 +2594,28 @@ static uint64_t sysfs_u64(const char *attr, uint64_t dflt)
 	return strtoull(buf, NULL, 0);
 }
 
+/* The disk's virtio device (virtioN), which the driver unbinds and binds. */
+static void virtio_name(const char *name)
+{
+	char path[160], link[160];
+	ssize_t k;
+	const char *base;
+
+	snprintf(path, sizeof(path), "/sys/block/%s/device", name);
+	k = readlink(path, link, sizeof(link) - 1);
+	link[k > 0 ? k : 0] = 0;
+	base = strrchr(link, '/');
+	snprintf(d.vdev, sizeof(d.vdev), "%.31s", base ? base + 1 : link);
+}
+
 static void setup_disk(const char *name)
 {
 	char path[160];
 	FILE *f;
 
 	snprintf(d.name, sizeof(d.name), "%s", name);
+	if (sh)		/* the worker's, not main()'s look at the size */
+		snprintf(sh->disk, sizeof(sh->disk), "%s", name);
 	d.bytes = sysfs_u64("size", 0) * 512;
 	d.lbs = sysfs_u64("queue/logical_block_size", 512);
 	d.max_bytes = sysfs_u64("queue/max_hw_sectors_kb", 128) * 1024;
@@ -2265,6 +2651,7 @@ static void setup_disk(const char *name)
 	}
 	if (!d.bytes)
 		die(name, ENODEV);
+	virtio_name(name);
 	snprintf(path, sizeof(path), "/dev/vbblk/%s", name);
 	/* a read-only disk's node opens for writing: its writes get EROFS */
 	d.nfd = open(path, O_RDWR);
@@ -2297,14 +2684,24 @@ static void setup_model(void)
 	known = calloc(span / 512, 1);
 	if (!model || !known || posix_memalign((void **)&b, 4096, 1 << 20))
 		die("malloc", ENOMEM);
-	for (off = 0; off < span; off += 1 << 20) {
-		size_t n = span - off < (1 << 20) ? span - off : 1 << 20;
-
-		if (pread(d.bfd, b, n, reg_lo + off) != (ssize_t)n)
-			die("reading the disk into the model", errno ? errno : EIO);
-		memcpy(model + off, b, n);
-	}
 	memset(known, 1, span / 512);
+	for (off = 0; off < span; off += 1 << 20) {
+		size_t n = span - off < (1 << 20) ? span - off : 1 << 20, k;
+
+		if (pread(d.bfd, b, n, reg_lo + off) == (ssize_t)n) {
+			memcpy(model + off, b, n);
+			continue;
+		}
+		if (errno != EIO || !nbad)
+			die("reading the disk into the model", errno ? errno : EIO);
+		/* a bad sector (-B): block by block, what fails is unknown */
+		for (k = 0; k < n; k += d.lbs) {
+			if (pread(d.bfd, b, d.lbs, reg_lo + off + k) == d.lbs)
+				memcpy(model + off + k, b, d.lbs);
+			else
+				memset(known + (off + k) / 512, 0, d.lbs / 512);
+		}
+	}
 	free(b);
 	romap = mmap(NULL, SLOT_SPAN, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS,
 		     -1, 0);
@@ -2354,10 +2751,30 @@ static void parse_keep(const char *arg)
 		fclose(f);
 }
 
+/* -B: "SECTOR:r|w|rw,..." */
+static void parse_bad(const char *arg)
+{
+	char *copy = strdup(arg), *p, *save = NULL;
+
+	for (p = strtok_r(copy, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+		char *how;
+		uint64_t sec = strtoull(p, &how, 0);
+
+		if (*how != ':' || nbad == MAX_BAD)
+			die("-B: SECTOR:r|w|rw,... (at most 8)", EINVAL);
+		bad[nbad].off = sec * 512;
+		bad[nbad].r = strchr(how, 'r');
+		bad[nbad].w = strchr(how, 'w');
+		nbad++;
+	}
+	free(copy);
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: vbexer [-s SEED] [-n OPS] [-t SECS] [-k LIST] "
-		"[-S] [-P] [-H] [-E cache,suspend,fork,close] [-w SECS] [-v] [-x drain] vdX\n");
+		"[-S] [-P|-h] [-H] [-E cache,suspend,unbind,fork,close] [-R NODE]\n"
+		"       [-B SECTOR:r|w|rw,...] [-w SECS] [-v] [-x drain] vdX\n");
 	exit(2);
 }
 
@@ -2429,6 +2846,8 @@ static int supervise(const char *name, const char *who)
 			/* the kernel's side of it: blocked tasks to the console */
 			write_str("/proc/sys/kernel/printk", "7");
 			write_str("/proc/sysrq-trigger", "w");
+			/* and what runs: a task that spins is not blocked */
+			write_str("/proc/sysrq-trigger", "l");
 			return -1;	/* it may never return: leave it */
 		}
 		usleep(100000);
@@ -2451,6 +2870,8 @@ static int try_list(const char *name, const uint8_t *set, uint64_t n)
 	char path[] = "/tmp/vbexer-k-XXXXXX";
 	char arg[64], nops[32], seed[32];
 	int fd = mkstemp(path), status;
+	const char *av[24];
+	unsigned int a = 0;
 	FILE *f;
 	uint64_t i;
 	pid_t p;
@@ -2465,13 +2886,44 @@ static int try_list(const char *name, const uint8_t *set, uint64_t n)
 	snprintf(arg, sizeof(arg), "@%s", path);
 	snprintf(nops, sizeof(nops), "%" PRIu64, n);
 	snprintf(seed, sizeof(seed), "0x%" PRIx64, o.seed);
+	/* the run's own events and region, so that it draws the same */
+	av[a++] = o.argv0;
+	av[a++] = "-s";
+	av[a++] = seed;
+	av[a++] = "-n";
+	av[a++] = nops;
+	av[a++] = "-k";
+	av[a++] = arg;
+	av[a++] = "-w";
+	av[a++] = "20";
+	if (o.events) {
+		av[a++] = "-E";
+		av[a++] = o.events;
+	}
+	if (o.resize_node) {
+		av[a++] = "-R";
+		av[a++] = o.resize_node;
+	}
+	if (o.bad) {
+		av[a++] = "-B";
+		av[a++] = o.bad;
+	}
+	if (o.held)
+		av[a++] = "-H";
+	if (o.no_drain) {
+		av[a++] = "-x";
+		av[a++] = "drain";
+	}
+	if (o.partner || o.half)
+		av[a++] = "-h";
+	av[a++] = name;
+	av[a] = NULL;
 	p = fork();
 	if (!p) {
 		int nul = open("/dev/null", O_WRONLY);
 
 		dup2(nul, 1);
-		execl(o.argv0, o.argv0, "-s", seed, "-n", nops, "-k", arg, "-w",
-		      "20", name, (char *)NULL);
+		execv(o.argv0, (char *const *)av);
 		_exit(2);
 	}
 	waitpid(p, &status, 0);
@@ -2532,7 +2984,7 @@ int main(int argc, char **argv)
 	o.argv0 = argv[0];
 	o.seed = (uint64_t)time(NULL) * 2654435761ULL ^ (uint64_t)getpid() << 32;
 	o.ev_cache = o.ev_fork = o.ev_close = o.knobs = true;
-	while ((opt = getopt(argc, argv, "s:n:t:k:SPHE:R:w:vx:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:n:t:k:SPhHE:R:B:w:vx:")) != -1) {
 		switch (opt) {
 		case 's':
 			o.seed = strtoull(optarg, NULL, 0);
@@ -2552,6 +3004,9 @@ int main(int argc, char **argv)
 		case 'P':
 			o.partner = true;
 			break;
+		case 'h':
+			o.half = true;
+			break;
 		case 'H':
 			o.held = true;
 			break;
@@ -2560,10 +3015,16 @@ int main(int argc, char **argv)
 			o.ev_suspend = strstr(optarg, "suspend");
 			o.ev_fork = strstr(optarg, "fork");
 			o.ev_close = strstr(optarg, "close");
+			o.ev_unbind = strstr(optarg, "unbind");
+			o.events = optarg;
 			break;
 		case 'R':
 			o.resize_node = optarg;
 			o.growth = true;
+			break;
+		case 'B':
+			parse_bad(optarg);
+			o.bad = optarg;
 			break;
 		case 'w':
 			o.stall = atoi(optarg);
@@ -2580,10 +3041,15 @@ int main(int argc, char **argv)
 	}
 	if (optind + 1 != argc)
 		usage();
+	if (o.ev_unbind && o.partner) {
+		/* the partner's descriptors would die under it */
+		fprintf(stderr, "vbexer: -E unbind is not for two processes (-P)\n");
+		exit(2);
+	}
 	if (o.keep)
 		parse_keep(o.keep);
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (o.partner) {
+	if (o.partner || o.half) {
 		/* two processes, two halves, one queue: each its own model */
 		setup_disk(argv[optind]);
 		close(d.nfd);
@@ -2591,10 +3057,11 @@ int main(int argc, char **argv)
 		close(d.bfd);
 		close(d.bfd_buf);
 		half = (d.bytes / 2) & ~((1ULL << 20) - 1);
-		pp = fork();
-		if (pp < 0)
+		if (o.partner)
+			pp = fork();
+		if (o.partner && pp < 0)
 			die("fork", errno);
-		if (!pp) {
+		if (o.partner && !pp) {
 			reg_lo = half;
 			reg_hi = d.bytes;
 			o.seed = o.seed * 6364136223846793005ULL + 1;
@@ -2623,12 +3090,13 @@ int main(int argc, char **argv)
 	printf("exerciser: %" PRIu64 " operations (%" PRIu64 " node, %" PRIu64
 	       " block, %" PRIu64 " events, %" PRIu64 " suspends, %" PRIu64
 	       " held, %" PRIu64 " knobs, %" PRIu64 " resizes, %" PRIu64
-	       " sg_io), %" PRIu64
+	       " unbinds, %" PRIu64 " sg_io, %" PRIu64 " EIO), %" PRIu64
 	       " ring configurations, %u combinations, seed 0x%" PRIx64 ", %"
 	       PRIu64 " failures\n",
 	       mine->c.ops, mine->c.node, mine->c.block, mine->c.events,
 	       mine->c.suspends, mine->c.held, mine->c.knobs,
-	       mine->c.resizes, mine->c.sgio, mine->c.rings,
+	       mine->c.resizes, mine->c.unbinds, mine->c.sgio, mine->c.eio,
+	       mine->c.rings,
 	       combos_seen(&mine->c),
 	       o.seed, mine->c.failures);
 	if (rc > 0 && o.shrink && mine->c.failures)

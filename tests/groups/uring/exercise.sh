@@ -17,6 +17,10 @@ case ",$EXER_EVENTS," in
 	umount /host || fail "cannot unmount the host share"
 	;;
 esac
+# bad sectors (-B): the kernel logs each failed I/O; the model checks them
+case " $EXER_FLAGS " in
+*" -B "*) touch /tmp/.allow_io_errors ;;
+esac
 drv_load $EXER_PARAMS
 d=$(disk_by_serial EXER-1)
 log "$d: cache_type $(cat /sys/block/$d/cache_type)," \
