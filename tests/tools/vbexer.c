@@ -46,9 +46,11 @@
  *               the harness): "SECTOR:r|w|rw,...", 512-byte sectors of
  *               the disk; a read or write over one must fail with EIO
  *               (request mode: one beside it may too, merged with it)
- *     -R NODE   one in four cache events asks the host to grow the disk
- *               (QEMU node NODE, by 1-4 MiB, 16 MiB in all) through the
- *               test harness's /host/req (not with suspends: 9p cannot)
+ *     -R NODE   one in four cache events asks the host, through the test
+ *               harness's /host/req (not with suspends: 9p cannot), to
+ *               grow the disk (QEMU node NODE, by 1-4 MiB, 16 MiB in all)
+ *               or, half of them, to throttle it (device NODE) to one
+ *               request a second for 2-6 s: a device that stops answering
  *     -w SECS   stall bound (default 60)        -v  print each operation
  *     -x drain  never set IOSQE_IO_DRAIN (drawn all the same)
  *
@@ -182,6 +184,7 @@ struct counts {
 	uint64_t sgio;			/* O_DIRECT reads and writes by SG_IO */
 	uint64_t unbinds;		/* unbind and bind with rings in flight */
 	uint64_t eio;			/* EIO from a bad sector (-B) */
+	uint64_t stalls;		/* the device stopped a while (-R) */
 	uint64_t first_fail;		/* op index of the first failure */
 	uint32_t combos[1024];		/* bitmap of (kind, ring flags, fault) */
 };
@@ -2104,7 +2107,7 @@ static void knob_event(unsigned int arg, uint64_t n)
 static int host_req(const char *req, unsigned int secs)
 {
 	static unsigned int seq = 50000;	/* beside the shell's numbers */
-	char tmp[64], path[64], resp[64];
+	char tmp[64], path[64], resp[512];
 	unsigned int i;
 	FILE *f;
 
@@ -2120,8 +2123,17 @@ static int host_req(const char *req, unsigned int secs)
 		return -errno;
 	snprintf(path, sizeof(path), "/host/req/%05u.resp", seq);
 	for (i = 0; i < secs * 10; i++) {
-		if (!read_str(path, resp, sizeof(resp)))
-			return strncmp(resp, "OK", 2) ? -EIO : 0;
+		int fd = open(path, O_RDONLY);
+
+		if (fd >= 0) {
+			ssize_t k = read(fd, resp, sizeof(resp) - 1);
+
+			close(fd);
+			resp[k > 0 ? k : 0] = 0;
+			/* a QMP command's answer follows "OK": its error too */
+			return strncmp(resp, "OK", 2) || strstr(resp, "\"error\"") ?
+			       -EIO : 0;
+		}
 		usleep(100000);
 	}
 	return -ETIMEDOUT;
@@ -2165,6 +2177,44 @@ static void resize_event(unsigned int arg)
 		 "guest says %" PRIu64, cur + add, sysfs_u64("size", 0) * 512);
 }
 
+/*
+ * The device stops answering for 2-6 s: QEMU throttles the disk to one
+ * request a second, then lets go. What was in flight and what comes
+ * meanwhile waits (full rings, deferred and parked commands) and must all
+ * end as modelled, within the stall bound.
+ */
+#define MAX_STALLS	3
+
+static void stall_event(unsigned int arg)
+{
+	static unsigned int stalls;
+	static const char fmt[] = "qmp block_set_io_throttle {\"id\": "
+		"\"/machine/peripheral/%s/virtio-backend\", \"bps\": 0, "
+		"\"bps_rd\": 0, \"bps_wr\": 0, \"iops\": %u, \"iops_rd\": 0, "
+		"\"iops_wr\": 0}";
+	unsigned int secs = 2 + arg % 5;
+	char req[320];
+	int rc;
+
+	if (stalls == MAX_STALLS)
+		return;
+	stalls++;
+	logop("stall %s for %us", o.resize_node, secs);
+	snprintf(req, sizeof(req), fmt, o.resize_node, 1);
+	rc = host_req(req, 30);
+	if (!rc) {
+		sleep(secs);
+		snprintf(req, sizeof(req), fmt, o.resize_node, 0);
+		rc = host_req(req, 30);
+	}
+	if (rc)
+		snprintf(sh->event_msg, sizeof(sh->event_msg),
+			 "host block_set_io_throttle on %s: %s", o.resize_node,
+			 strerror(-rc));
+	else
+		sh->c.stalls++;
+}
+
 static void event_loop(void)
 {
 	uint64_t seen = 0;
@@ -2190,7 +2240,11 @@ static void event_loop(void)
 				break;
 			}
 			if ((sh->event_arg & 0xc0) == 0x80 && o.resize_node) {
-				resize_event(sh->event_arg);
+				/* half of them the device stops a while */
+				if (sh->event_arg & 0x20)
+					stall_event(sh->event_arg);
+				else
+					resize_event(sh->event_arg);
 				break;
 			}
 			/* the device may refuse one: only the store's end counts */
@@ -3090,12 +3144,14 @@ int main(int argc, char **argv)
 	printf("exerciser: %" PRIu64 " operations (%" PRIu64 " node, %" PRIu64
 	       " block, %" PRIu64 " events, %" PRIu64 " suspends, %" PRIu64
 	       " held, %" PRIu64 " knobs, %" PRIu64 " resizes, %" PRIu64
-	       " unbinds, %" PRIu64 " sg_io, %" PRIu64 " EIO), %" PRIu64
+	       " unbinds, %" PRIu64 " stalls, %" PRIu64 " sg_io, %" PRIu64
+	       " EIO), %" PRIu64
 	       " ring configurations, %u combinations, seed 0x%" PRIx64 ", %"
 	       PRIu64 " failures\n",
 	       mine->c.ops, mine->c.node, mine->c.block, mine->c.events,
 	       mine->c.suspends, mine->c.held, mine->c.knobs,
-	       mine->c.resizes, mine->c.unbinds, mine->c.sgio, mine->c.eio,
+	       mine->c.resizes, mine->c.unbinds, mine->c.stalls, mine->c.sgio,
+	       mine->c.eio,
 	       mine->c.rings,
 	       combos_seen(&mine->c),
 	       o.seed, mine->c.failures);
