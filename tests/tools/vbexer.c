@@ -52,7 +52,9 @@
  *               or, half of them, to throttle it (device NODE) to one
  *               request a second for 2-6 s: a device that stops answering
  *     -w SECS   stall bound (default 60)        -v  print each operation
- *     -x drain  never set IOSQE_IO_DRAIN (drawn all the same)
+ *     -x LIST   drain: never set IOSQE_IO_DRAIN (drawn all the same);
+ *               late: a node command issued late (a link after the first,
+ *               a drained one) goes by io-wq (see put_ring_op())
  *
  * Exit: 0 all results as modelled, 1 a failure (seed and list printed),
  * 2 bad usage or setup.
@@ -170,6 +172,7 @@ static struct {
 	bool growth;			/* -R given: the disk may grow */
 	bool knobs;			/* stores to knobs: one process only */
 	bool no_drain;			/* -x drain: IOSQE_IO_DRAIN never set */
+	bool no_late;			/* -x late: see put_ring_op() */
 	char *keep;			/* -k, as given */
 	const char *argv0;
 } o = { .nops = 20000, .stall = 60 };
@@ -1447,6 +1450,8 @@ static void bad_ring_io(struct slot *s, uint64_t off, uint32_t len, int *fails)
 	s->bad = true;
 }
 
+static unsigned int chain_pos;	/* of the op put_ring_op() puts */
+
 static int put_ring_op(const struct op *op, struct ring *r, unsigned int si,
 		       bool link, int prev_fails)
 {
@@ -1588,6 +1593,16 @@ static int put_ring_op(const struct op *op, struct ring *r, unsigned int si,
 				      IOSQE_IO_DRAIN : 0);
 	if (link)
 		sqe->flags |= IOSQE_IO_LINK;
+	/*
+	 * -x late: a node command that io_uring issues after its SQE slot may
+	 * have been refilled (a link after the first, a drained one) goes by
+	 * io-wq, whose SQE io_uring copies at prep. 6.11-6.13 copy a
+	 * passthrough SQE only then (upstream copies every one at prep from
+	 * 6.14): the others read the slot when they are issued.
+	 */
+	if (o.no_late && op->kind <= K_NGETID &&
+	    (chain_pos || (sqe->flags & IOSQE_IO_DRAIN)))
+		sqe->flags |= IOSQE_ASYNC;
 	s->sqe_flags = sqe->flags;
 	if (op->kind != K_NOP && op->kind != K_TIMEOUT && op->kind != K_CANCEL)
 		combo(op->kind, r->flags, op->fault);
@@ -1669,7 +1684,9 @@ static void do_ring_ops(const struct op *ops, int n, uint8_t ri)
 		      (ops[i].kind == K_BREAD || ops[i].kind == K_BWRITE) &&
 		      (ops[i].rwflags & 1) ? " nowait" : "",
 		      i + 1 < n ? " link" : "");
+		chain_pos = i;
 		f = put_ring_op(&ops[i], r, si, i + 1 < n, prev);
+		chain_pos = 0;
 		r->s[si].chain = ops[0].idx;
 		r->s[si].chain_pos = i;
 		/*
@@ -2964,9 +2981,10 @@ static int try_list(const char *name, const uint8_t *set, uint64_t n)
 	}
 	if (o.held)
 		av[a++] = "-H";
-	if (o.no_drain) {
+	if (o.no_drain || o.no_late) {
 		av[a++] = "-x";
-		av[a++] = "drain";
+		av[a++] = o.no_drain && o.no_late ? "drain,late" :
+			  o.no_drain ? "drain" : "late";
 	}
 	if (o.partner || o.half)
 		av[a++] = "-h";
@@ -3088,6 +3106,7 @@ int main(int argc, char **argv)
 			break;
 		case 'x':
 			o.no_drain = strstr(optarg, "drain");
+			o.no_late = strstr(optarg, "late");
 			break;
 		default:
 			usage();

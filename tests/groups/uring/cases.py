@@ -212,8 +212,10 @@ def exer_shape(seed):
         flags += ' -v'
     if os.environ.get('EXER_HELD') == '1':
         flags += ' -H'
-    if os.environ.get('EXER_NODRAIN') == '1':
-        flags += ' -x drain'
+    x = [w for w, e in (('drain', 'EXER_NODRAIN'), ('late', 'EXER_NOLATE'))
+         if os.environ.get(e) == '1']
+    if x:
+        flags += ' -x ' + ','.join(x)
     if os.environ.get('EXER_KEEP'):
         flags += ' -k ' + os.environ['EXER_KEEP']
     if resize:
