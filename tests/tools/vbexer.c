@@ -1452,6 +1452,17 @@ static void bad_ring_io(struct slot *s, uint64_t off, uint32_t len, int *fails)
 
 static unsigned int chain_pos;	/* of the op put_ring_op() puts */
 
+/* A drained command in flight: io_uring defers what comes after it. */
+static bool drain_pending(const struct ring *r)
+{
+	unsigned int i;
+
+	for (i = 0; i < r->depth; i++)
+		if (r->s[i].busy && (r->s[i].sqe_flags & IOSQE_IO_DRAIN))
+			return true;
+	return false;
+}
+
 static int put_ring_op(const struct op *op, struct ring *r, unsigned int si,
 		       bool link, int prev_fails)
 {
@@ -1595,13 +1606,14 @@ static int put_ring_op(const struct op *op, struct ring *r, unsigned int si,
 		sqe->flags |= IOSQE_IO_LINK;
 	/*
 	 * -x late: a node command that io_uring issues after its SQE slot may
-	 * have been refilled (a link after the first, a drained one) goes by
+	 * have been refilled (a link after the first; a drained one, and any
+	 * submitted while a drain is pending, which io_uring defers) goes by
 	 * io-wq, whose SQE io_uring copies at prep. 6.11-6.13 copy a
 	 * passthrough SQE only then (upstream copies every one at prep from
 	 * 6.14): the others read the slot when they are issued.
 	 */
 	if (o.no_late && op->kind <= K_NGETID &&
-	    (chain_pos || (sqe->flags & IOSQE_IO_DRAIN)))
+	    (chain_pos || (sqe->flags & IOSQE_IO_DRAIN) || drain_pending(r)))
 		sqe->flags |= IOSQE_ASYNC;
 	s->sqe_flags = sqe->flags;
 	if (op->kind != K_NOP && op->kind != K_TIMEOUT && op->kind != K_CANCEL)
@@ -3105,8 +3117,8 @@ int main(int argc, char **argv)
 			o.verbose = true;
 			break;
 		case 'x':
-			o.no_drain = strstr(optarg, "drain");
-			o.no_late = strstr(optarg, "late");
+			o.no_drain |= !!strstr(optarg, "drain");
+			o.no_late |= !!strstr(optarg, "late");
 			break;
 		default:
 			usage();

@@ -21,6 +21,13 @@ esac
 case " $EXER_FLAGS " in
 *" -B "*) touch /tmp/.allow_io_errors ;;
 esac
+# 6.11-6.13's io_uring reads a passthrough command's SQE when it issues it,
+# so one issued late (a link after the first, behind a drain) reads what
+# user space wrote into its slot since (docs/passthrough.md): on those,
+# such commands go by io-wq, whose SQE io_uring copies at once
+case "$(uname -r)" in
+6.1[123].*) EXER_FLAGS="$EXER_FLAGS -x late" ;;
+esac
 drv_load $EXER_PARAMS
 d=$(disk_by_serial EXER-1)
 log "$d: cache_type $(cat /sys/block/$d/cache_type)," \
