@@ -53,8 +53,9 @@
  *               request a second for 2-6 s: a device that stops answering
  *     -w SECS   stall bound (default 60)        -v  print each operation
  *     -x LIST   drain: never set IOSQE_IO_DRAIN (drawn all the same);
- *               late: a node command issued late (a link after the first,
- *               a drained one) goes by io-wq (see put_ring_op())
+ *               late: a node command io_uring issues late (a link after
+ *               the first, one behind a drain) goes by io-wq, for
+ *               6.11-6.13 (see put_ring_op())
  *
  * Exit: 0 all results as modelled, 1 a failure (seed and list printed),
  * 2 bad usage or setup.
@@ -1420,12 +1421,6 @@ static void cancel_ok_from(struct ring *r, struct slot *t)
 }
 
 /*
- * Put one ring operation on ring @r, in slot @si: @link if a linked one
- * follows; @prev_fails: how an earlier one of its chain ends. Returns 2
- * if its result is surely an error (the chain breaks there), 1 if it may
- * be, 0 if not.
- */
-/*
  * A block-device read or write over a bad sector: EIO instead of its byte
  * count (the errors before the I/O stay); beside one, in request mode,
  * EIO as well.
@@ -1463,6 +1458,12 @@ static bool drain_pending(const struct ring *r)
 	return false;
 }
 
+/*
+ * Put one ring operation on ring @r, in slot @si: @link if a linked one
+ * follows; @prev_fails: how an earlier one of its chain ends. Returns 2
+ * if its result is surely an error (the chain breaks there), 1 if it may
+ * be, 0 if not.
+ */
 static int put_ring_op(const struct op *op, struct ring *r, unsigned int si,
 		       bool link, int prev_fails)
 {
