@@ -480,6 +480,23 @@ static bool bad_theirs(void)
 	return false;
 }
 
+/*
+ * A failed writeback also sets the block device's legacy error flag
+ * (AS_EIO), which the next O_DIRECT read or write of any range reports
+ * when it writes back the page cache first (filemap_write_and_wait_range()),
+ * until an fdatasync clears it: a partner's, or a ring's from io-wq while
+ * a buffered write over a bad sector waits for its writeback.
+ */
+static bool bad_wb(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < nbad; i++)
+		if (bad[i].w)
+			return true;
+	return false;
+}
+
 /* EIO for certain: the I/O covers a bad sector */
 static bool bad_hit(uint64_t off, uint64_t len, bool write)
 {
@@ -1436,7 +1453,7 @@ static void bad_ring_io(struct slot *s, uint64_t off, uint32_t len, int *fails)
 		s->nres = k;
 		s->reads = false;
 		*fails = 2;
-	} else if (bad_near(off, len, s->writes)) {
+	} else if (bad_near(off, len, s->writes) || bad_wb()) {
 		*fails = *fails ? *fails : 1;
 	} else {
 		return;
@@ -1909,8 +1926,9 @@ static void do_sys(const struct op *op)
 	switch (op->kind) {
 	case K_PREAD:
 		n = pread(d.bfd, buf, len, off);
-		if (bad_hit(off, len, false) || (n < 0 && errno == EIO &&
-						 bad_near(off, len, false))) {
+		if (bad_hit(off, len, false) ||
+		    (n < 0 && errno == EIO &&
+		     (bad_near(off, len, false) || bad_wb()))) {
 			sh->c.eio += n < 0 && errno == EIO;
 			if (n >= 0 || errno != EIO)
 				failf(op->idx, "O_DIRECT pread over a bad sector: "
@@ -1929,7 +1947,8 @@ static void do_sys(const struct op *op)
 			if (n >= 0)
 				failf(op->idx, "a write to a read-only disk succeeded");
 		} else if (bad_hit(off, len, true) ||
-			   (n < 0 && errno == EIO && bad_near(off, len, true))) {
+			   (n < 0 && errno == EIO &&
+			    (bad_near(off, len, true) || bad_wb()))) {
 			sh->c.eio += n < 0 && errno == EIO;
 			if (n >= 0 || errno != EIO)
 				failf(op->idx, "O_DIRECT pwrite over a bad sector: "
