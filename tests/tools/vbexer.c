@@ -466,21 +466,6 @@ static bool bad_in(uint64_t off, uint64_t len, bool write, uint64_t pad)
 }
 
 /*
- * A writeback error is the file's: every descriptor open at the time sees
- * it at its next fdatasync (errseq), a partner's (-P) too, whatever range
- * it wrote.
- */
-static bool bad_theirs(void)
-{
-	unsigned int i;
-
-	for (i = 0; o.partner && i < nbad; i++)
-		if (bad[i].w)
-			return true;
-	return false;
-}
-
-/*
  * A failed writeback also sets the block device's legacy error flag
  * (AS_EIO), which the next O_DIRECT read or write of any range reports
  * when it writes back the page cache first (filemap_write_and_wait_range()),
@@ -495,6 +480,16 @@ static bool bad_wb(void)
 		if (bad[i].w)
 			return true;
 	return false;
+}
+
+/*
+ * A writeback error is the file's: every descriptor open at the time sees
+ * it at its next fdatasync (errseq), a partner's (-P) too, whatever range
+ * it wrote.
+ */
+static bool bad_theirs(void)
+{
+	return o.partner && bad_wb();
 }
 
 /* EIO for certain: the I/O covers a bad sector */
@@ -1880,6 +1875,29 @@ static void do_sg(const struct op *op, uint64_t off, uint32_t len)
 	}
 }
 
+/*
+ * An O_DIRECT pread or pwrite (@n its return, errno as it left it) over
+ * or beside a bad sector, or caught by a failed writeback's flag: judged
+ * here, true. It must fail with EIO over one; a failed write is forgotten.
+ */
+static bool bad_sys(uint64_t idx, uint64_t off, uint32_t len, bool write,
+		    ssize_t n)
+{
+	int err = n < 0 ? errno : 0;
+
+	if (!bad_hit(off, len, write) &&
+	    !(err == EIO && (bad_near(off, len, write) || bad_wb())))
+		return false;
+	sh->c.eio += err == EIO;
+	if (err != EIO)
+		failf(idx, "O_DIRECT %s over a bad sector: %zd (%s), not EIO",
+		      write ? "pwrite" : "pread", n,
+		      err ? strerror(err) : write ? "done" : "data");
+	if (write)
+		model_forget(off, len);
+	return true;
+}
+
 static void do_sys(const struct op *op)
 {
 	uint64_t off = reg_lo + op->off, range[2];
@@ -1926,15 +1944,9 @@ static void do_sys(const struct op *op)
 	switch (op->kind) {
 	case K_PREAD:
 		n = pread(d.bfd, buf, len, off);
-		if (bad_hit(off, len, false) ||
-		    (n < 0 && errno == EIO &&
-		     (bad_near(off, len, false) || bad_wb()))) {
-			sh->c.eio += n < 0 && errno == EIO;
-			if (n >= 0 || errno != EIO)
-				failf(op->idx, "O_DIRECT pread over a bad sector: "
-				      "%zd (%s), not EIO", n,
-				      n < 0 ? strerror(errno) : "data");
-		} else if (n != (ssize_t)len)
+		if (bad_sys(op->idx, off, len, false, n))
+			break;
+		if (n != (ssize_t)len)
 			failf(op->idx, "O_DIRECT pread: %zd of %u (%s)", n, len,
 			      n < 0 ? strerror(errno) : "short");
 		else
@@ -1946,15 +1958,8 @@ static void do_sys(const struct op *op)
 		if (d.ro) {
 			if (n >= 0)
 				failf(op->idx, "a write to a read-only disk succeeded");
-		} else if (bad_hit(off, len, true) ||
-			   (n < 0 && errno == EIO &&
-			    (bad_near(off, len, true) || bad_wb()))) {
-			sh->c.eio += n < 0 && errno == EIO;
-			if (n >= 0 || errno != EIO)
-				failf(op->idx, "O_DIRECT pwrite over a bad sector: "
-				      "%zd (%s), not EIO", n,
-				      n < 0 ? strerror(errno) : "done");
-			model_forget(off, len);
+		} else if (bad_sys(op->idx, off, len, true, n)) {
+			/* judged there */
 		} else if (n != (ssize_t)len) {
 			failf(op->idx, "O_DIRECT pwrite: %zd of %u (%s)", n, len,
 			      n < 0 ? strerror(errno) : "short");
@@ -2380,14 +2385,20 @@ static void held_reads(uint64_t idx, bool node)
 #define MAX_UNBINDS	4
 static unsigned int unbinds;
 
-/* An event for the second process to carry out, waited for here. */
-static int event_sync(const struct op *op, int kind)
+/*
+ * An event for the second process to carry out, waited for here: reaping
+ * meanwhile, or (!@reap, held) asleep, as a user's task that does not poll.
+ */
+static int event_sync(const struct op *op, int kind, bool reap)
 {
 	sh->event_kind = kind;
 	sh->event_arg = op->misc;
 	sh->event_idx = op->idx;
 	sh->event_req++;
-	event_wait();
+	if (reap)
+		event_wait();
+	while (sh->event_done != sh->event_req)
+		usleep(1000);
 	return sh->event_rc;
 }
 
@@ -2477,23 +2488,13 @@ static void do_unbind(const struct op *op)
 			if (r->s[k].busy)
 				r->s[k].gone_ok = true;
 	}
-	if (op->misc & 1) {
-		/*
-		 * Held: this process sleeps through the unbind without
-		 * reaping (a user's task busy elsewhere, its polled commands
-		 * complete and unreaped): the removal's drain must reap them.
-		 */
-		sh->c.held++;
-		sh->event_kind = K_EVUNBIND;
-		sh->event_arg = op->misc;
-		sh->event_idx = op->idx;
-		sh->event_req++;
-		while (sh->event_done != sh->event_req)
-			usleep(1000);
-		rc = sh->event_rc;
-	} else {
-		rc = event_sync(op, K_EVUNBIND);
-	}
+	/*
+	 * Held: this process sleeps through the unbind without reaping (a
+	 * user's task busy elsewhere, its polled commands complete and
+	 * unreaped): the removal's drain must reap them.
+	 */
+	sh->c.held += op->misc & 1;
+	rc = event_sync(op, K_EVUNBIND, !(op->misc & 1));
 	if (rc) {
 		failf(op->idx, "unbind of %s: %s", d.vdev, strerror(-rc));
 		return;
@@ -2520,7 +2521,7 @@ static void do_unbind(const struct op *op)
 		failf(op->idx, "O_DIRECT pread of the unbound disk: %zd (%s)", n,
 		      n < 0 ? strerror(errno) : "data");
 	logop("%" PRIu64 " bind %s", op->idx, d.vdev);
-	rc = event_sync(op, K_EVBIND);
+	rc = event_sync(op, K_EVBIND, true);
 	if (rc) {
 		failf(op->idx, "bind of %s: %s", d.vdev, strerror(-rc));
 		die("bind", -rc);
@@ -2571,10 +2572,7 @@ static void do_event(const struct op *op)
 			held_reads(op->idx, false);
 			for (i = 0; i < nrings; i++)
 				ring_submit_nopoll(&rings[i]);
-			sh->event_req++;
-			while (sh->event_done != sh->event_req)
-				usleep(1000);
-			if (sh->event_rc)
+			if (event_sync(op, K_EVSUSPEND, false))
 				failf(op->idx, "a suspend with our commands in "
 				      "flight (pm_test=devices): %s",
 				      strerror(-sh->event_rc));
