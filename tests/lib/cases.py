@@ -25,8 +25,12 @@ class Test:
     def __init__(self, name, disks, timeout=240, vbblk_only=False, mem=1024, setup=None,
                  check=None, actions=None, doc='', optional=False, extra_args=(), append='',
                  smp=2, modes=BOTH, host=None, sides=('main',), kmod=(), leaks=False,
-                 hotplug=False, quiet=False, needs=(), side_modes=None):
+                 hotplug=False, quiet=False, needs=(), side_modes=None, module=True):
         self.name = name
+        # the test needs vbblk.ko and the initramfs; False: a host test that
+        # boots nothing of ours, and tests/run builds neither when it runs
+        # only such tests (they then take seconds, not a module build)
+        self.module = module
         # the modes that also run on the device sides other than the main
         # loop (None: every mode); a side changes the device, not the path
         self.side_modes = side_modes

@@ -232,6 +232,7 @@ def _bench_targets(outdir, ctx=None):
 
 
 TESTS.append(Test('bench_targets', lambda: [], vbblk_only=True, modes=('',), host=_bench_targets,
+                  module=False,
                   doc='bench/test_targets.py on the host, no guest: the targets of '
                       'bench/targets.py are well formed, apply to the kernels they name and '
                       'evaluate in bench/report.py to met or missed on the right side of their '
