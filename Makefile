@@ -1,7 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0
 # Out-of-tree build driver: the objects are listed in Kbuild.
 #
-#   make                  build vbblk.ko against KDIR
+#   make                  build vbblk.ko against KDIR: KVER's headers (default:
+#                         the running kernel's), never another kernel's; its
+#                         first line says which and why
+#   make check-kdir       only that line, or which kernels have headers
+#   make kdir             print KDIR (fails without headers)
 #   make W=1              with extra warnings (must stay clean)
 #   make check-style      sparse (C=2) + W=1 + checkpatch.pl; fails on findings
 #   make targets-docs     rewrite the targets tables of README.md and
@@ -23,16 +27,26 @@
 #                         scripts/build-deb.sh, docs/debian-package.md)
 #   make clean
 #
-# Staging: INSTALL_MOD_PATH=DIR (modules, and the header unless DESTDIR is
-# given) and DESTDIR=DIR (configuration).
+# Which kernel: KVER=RELEASE (its headers: /lib/modules/RELEASE/build) or
+# KDIR=DIR (a kernel build tree). Staging: INSTALL_MOD_PATH=DIR (modules,
+# and the header unless DESTDIR is given) and DESTDIR=DIR (configuration).
 
-# Default headers: the running kernel's, else the newest Debian amd64 ones
-# (the guest kernel we test with is not the host's).
+# The headers: KDIR= as given, else those of KVER (default: the running
+# kernel), /lib/modules/KVER/build or /usr/src/linux-headers-KVER. Never
+# another kernel's: without them, what builds fails and lists the kernels
+# that have headers (check-kdir). tests/run and the bench pass KDIR.
+KVER_FROM := $(origin KVER)
 KVER ?= $(shell uname -r)
-ifneq ($(wildcard /lib/modules/$(KVER)/build/Makefile),)
-KDIR ?= /lib/modules/$(KVER)/build
+# the kernels with headers, i.e. what KVER= can name
+HEADERS_KVERS = $(notdir $(patsubst %/build/,%,$(dir $(wildcard /lib/modules/*/build/Makefile))))
+ifeq ($(origin KDIR),undefined)
+KDIR := $(patsubst %/Makefile,%,$(firstword $(wildcard \
+	/lib/modules/$(KVER)/build/Makefile /usr/src/linux-headers-$(KVER)/Makefile)))
+KDIR_WHY = $(if $(filter undefined,$(KVER_FROM)),$(WHY_RUNNING),$(WHY_KVER))
+WHY_RUNNING = the running kernel's headers (uname -r)
+WHY_KVER = the headers of KVER=$(KVER) ($(KVER_FROM))
 else
-KDIR ?= $(shell ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | sort -V | tail -n 1)
+KDIR_WHY = KDIR= given ($(origin KDIR))
 endif
 
 # The release the headers belong to, i.e. the /lib/modules directory to use.
@@ -57,9 +71,25 @@ HDR_ROOT = $(or $(DESTDIR),$(INSTALL_MOD_PATH))
 
 all: modules
 
+# Which headers a build uses and why, in one line; or why there are none.
+ifeq ($(KDIR),)
+NO_KDIR = { echo "vbblk: no headers for $(if $(filter undefined,$(KVER_FROM)),the running kernel \
+$(KVER) (uname -r),KVER=$(KVER)):" \
+		"no /lib/modules/$(KVER)/build, no /usr/src/linux-headers-$(KVER)"; \
+	echo "vbblk: kernels with headers: $(or $(HEADERS_KVERS),none)"; \
+	echo "vbblk: choose one with make KVER=<release>, or a kernel tree with make KDIR=<dir>;" \
+		"or install linux-headers-$(KVER)"; } >&2; exit 1
 check-kdir:
-	@test -n "$(KDIR)" -a -d "$(KDIR)" || \
-		{ echo "no kernel headers found: install linux-headers-amd64 or set KDIR=" >&2; exit 1; }
+	@$(NO_KDIR)
+kdir:
+	@$(NO_KDIR)
+else
+check-kdir:
+	@test -d "$(KDIR)" || { echo "vbblk: KDIR=$(KDIR) is no directory" >&2; exit 1; }
+	@echo "vbblk: building against KDIR=$(KDIR): $(KDIR_WHY)"
+kdir:
+	@echo $(KDIR)
+endif
 
 # scripts/probe-kernel.sh: which APIs KDIR has (vbblk_features.h, cached
 # per kernel); include/vbblk_compat.h keys on them.
@@ -111,7 +141,7 @@ uninstall-conf:
 DKMS_SRC = $(DESTDIR)/usr/src/vbblk-$(VBBLK_VERSION)
 DKMS_FILES = Makefile Kbuild $(wildcard vbblk*.h virtio_*.[ch] vbblk_*.c) include probe \
 	scripts/probe-kernel.sh
-DKMS_KERNELS ?= $(notdir $(patsubst %/build/,%,$(dir $(wildcard /lib/modules/*/build/Makefile))))
+DKMS_KERNELS ?= $(HEADERS_KVERS)
 
 dkms-src:
 	rm -rf $(DKMS_SRC)
@@ -145,9 +175,6 @@ examples/%: examples/%.c include/uapi/linux/vbblk.h
 clean: check-kdir
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
 	rm -f $(EXAMPLES)
-
-kdir:
-	@echo $(KDIR)
 
 version:
 	@echo $(VBBLK_VERSION)

@@ -41,7 +41,10 @@ clean_build() {
 	fi
 }
 
-for kdir in ${KDIRS:-$(make -s --no-print-directory kdir)}; do
+# (make kdir fails, saying why, when KVER's headers are missing: the
+# running kernel's unless KVER= says otherwise)
+kdirs=${KDIRS:-$(make -s --no-print-directory kdir)}
+for kdir in $kdirs; do
 	# a kernel of scripts/debian-kernel.sh may come with the sparse it needs
 	chk=sparse
 	[ -x "$(dirname "$kdir")/sparse" ] && chk=$(dirname "$kdir")/sparse

@@ -1,4 +1,4 @@
-"""Group install: installation, DKMS, other kernels, the benchmark.
+"""Group install: installation, DKMS, the Makefile, other kernels, the benchmark.
 
 The host side of the tests whose guest scripts sit beside this file."""
 import os
@@ -40,6 +40,22 @@ TESTS.append(Test('debpkg', lambda: [], vbblk_only=True, modes=('',), host=_debp
                       'the packaged udev helper and passes verified I/O; apt-get remove keeps '
                       'only the conffiles, purge leaves nothing'))
 
+
+
+# make_*: the Makefile's targets where users met traps (issue 49), on the
+# host in seconds: maketest.py, each in its own copy of the tree.
+def _make_test(name, fn, doc, needs=()):
+    def host(outdir, ctx):
+        import maketest
+        return getattr(maketest, fn)(outdir)
+    TESTS.append(Test(name, lambda: [], vbblk_only=True, modes=('',), host=host, module=False,
+                      needs=('make', 'git') + needs, doc=doc))
+
+
+_make_test('make_kdir', 'run_kdir',
+           'make builds for the running kernel (uname -r, a stand-in) and says so, or with no '
+           'headers for it fails at once naming the kernels that have headers, KVER= and '
+           'KDIR=, never picking another kernel\'s; KVER= and KDIR= as given')
 
 # (for CI's time: what the compat layer changes, probe, limits, freeze,
 # passthrough, io_uring commands and flushes, not every test of the path)
