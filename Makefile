@@ -13,7 +13,8 @@
 #   make install          vbblk.ko into /lib/modules/<kernel>/updates, then
 #                         depmod; the passthrough uapi header into
 #                         INCLUDEDIR/linux/vbblk.h
-#   make uninstall        remove both again, then depmod
+#   make uninstall        remove both again, then depmod (no kernel headers
+#                         needed: for KVER, default the running kernel)
 #   make install-header   only the uapi header (no kernel headers needed)
 #   make install-conf     modprobe.d options, udev rule, helpers (vbblk-bind,
 #                         vbblk-compare) and fio jobs (docs/installing.md)
@@ -25,7 +26,7 @@
 #                         (host build; liburing-dev, examples/README.md)
 #   make deb              vbblk-dkms_<version>_all.deb in DEBDIR (default: here;
 #                         scripts/build-deb.sh, docs/debian-package.md)
-#   make clean
+#   make clean            (no kernel headers needed)
 #
 # Which kernel: KVER=RELEASE (its headers: /lib/modules/RELEASE/build) or
 # KDIR=DIR (a kernel build tree). Staging: INSTALL_MOD_PATH=DIR (modules,
@@ -111,10 +112,17 @@ install: modules install-header
 install-header:
 	install -D -m 0644 include/uapi/linux/vbblk.h $(HDR_ROOT)$(INCLUDEDIR)/linux/vbblk.h
 
-uninstall: check-kdir
-	rm -f $(INSTALL_MOD_PATH)/lib/modules/$(KREL)/$(INSTALL_MOD_DIR)/vbblk.ko*
+# No headers needed: a module outlives the headers it was built with. The
+# release is the headers' when there are some, else KVER (default: uname -r).
+UNINSTALL_REL = $(or $(KREL),$(KVER))
+UNINSTALL_MODS = $(INSTALL_MOD_PATH)/lib/modules/$(UNINSTALL_REL)
+UNINSTALL_DEPMOD = $(DEPMOD) $(if $(INSTALL_MOD_PATH),-b $(INSTALL_MOD_PATH)) -a $(UNINSTALL_REL)
+uninstall:
+	rm -f $(UNINSTALL_MODS)/$(INSTALL_MOD_DIR)/vbblk.ko*
 	rm -f $(HDR_ROOT)$(INCLUDEDIR)/linux/vbblk.h
-	$(DEPMOD) $(if $(INSTALL_MOD_PATH),-b $(INSTALL_MOD_PATH)) -a $(KREL)
+	@if [ ! -d $(UNINSTALL_MODS) ]; then echo "vbblk: no $(UNINSTALL_MODS): depmod not run"; \
+	elif ! command -v $(DEPMOD) >/dev/null; then echo "vbblk: no $(DEPMOD): depmod not run"; \
+	else echo "$(UNINSTALL_DEPMOD)"; $(UNINSTALL_DEPMOD); fi
 
 # The disk list is the administrator's: never overwritten, kept on uninstall.
 install-conf:
@@ -172,8 +180,17 @@ examples: $(EXAMPLES)
 examples/%: examples/%.c include/uapi/linux/vbblk.h
 	$(CC) $(EXAMPLE_CFLAGS) -Iinclude/uapi -o $@ $< -luring
 
-clean: check-kdir
+# Without headers (none installed, or removed since the build) there is no
+# kbuild to clean: what the module build leaves goes by hand.
+KBUILD_PRODUCTS = *.o *.ko *.ko.* *.mod *.mod.c .*.cmd .*.d *.o.d *.symtypes \
+	Module.symvers modules.order modules.nsdeps .tmp_*
+clean:
+ifneq ($(wildcard $(KDIR)/Makefile),)
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
+else
+	@echo "vbblk: no kernel headers: removing the module build's products by hand"
+	rm -rf $(KBUILD_PRODUCTS)
+endif
 	rm -f $(EXAMPLES)
 
 version:

@@ -56,6 +56,11 @@ _make_test('make_kdir', 'run_kdir',
            'make builds for the running kernel (uname -r, a stand-in) and says so, or with no '
            'headers for it fails at once naming the kernels that have headers, KVER= and '
            'KDIR=, never picking another kernel\'s; KVER= and KDIR= as given')
+_make_test('make_noheaders', 'run_noheaders',
+           'with no kernel headers on the machine (a mount namespace hides them) make clean '
+           'removes the build products and no source, make uninstall the module of the running '
+           'kernel from a staged INSTALL_MOD_PATH, its header, and runs depmod; KVER=, '
+           'INSTALL_MOD_DIR= and DESTDIR= as given, and no depmod is no failure')
 
 # (for CI's time: what the compat layer changes, probe, limits, freeze,
 # passthrough, io_uring commands and flushes, not every test of the path)

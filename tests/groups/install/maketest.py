@@ -167,3 +167,82 @@ def _kdir(outdir):
 
 def run_kdir(outdir, ctx=None):
     return _run(_kdir, outdir)
+
+
+# ---- make_noheaders: clean and uninstall on a machine without headers -------
+# A mount namespace hides them: tmpfs over /usr/src and /lib/modules.
+NOHEADERS_NS = ['unshare', '--mount', '--propagation', 'private', 'sh', '-c',
+                'for d in /usr/src /lib/modules; do [ ! -d $d ] || '
+                'mount -t tmpfs vbtest-noheaders $d || exit 1; done; exec "$@"', 'sh']
+# what a module build leaves in the tree (and the example program)
+PRODUCTS = ('vbblk.ko', 'vbblk.o', 'virtio_blk_core.o', 'vbblk.mod', 'vbblk.mod.c',
+            'vbblk.mod.o', '.vbblk.ko.cmd', '.virtio_blk_core.o.cmd', 'Module.symvers',
+            'modules.order', 'examples/vbblk-uring')
+
+
+def _put(path, text='fake\n'):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'w') as f:
+        f.write(text)
+
+
+def _noheaders(outdir):
+    log, tree, bindir = _setup(outdir, 'make_noheaders')
+    env = env_with(bindir)
+    r = subprocess.run(NOHEADERS_NS + ['find', '/lib/modules', '/usr/src', '-mindepth', '1'],
+                       capture_output=True, text=True)
+    if r.returncode or r.stdout.strip():
+        raise Fail('could not hide the kernel headers: %s' % (r.stdout + r.stderr).strip())
+
+    # clean: the build products go, the sources stay
+    for p in PRODUCTS:
+        _put(os.path.join(tree, p))
+    sources = subprocess.run(['git', '-C', tree, 'ls-files'], capture_output=True, text=True,
+                             check=True).stdout.split()
+    must(log, tree, ['clean'], env, NOHEADERS_NS)
+    left = [p for p in PRODUCTS if os.path.exists(os.path.join(tree, p))]
+    if left:
+        raise Fail('make clean without headers left %s' % ', '.join(left))
+    gone = [p for p in sources if not os.path.exists(os.path.join(tree, p))]
+    if gone:
+        raise Fail('make clean without headers removed sources: %s' % ', '.join(gone[:5]))
+
+    # uninstall: for the running kernel, from a staged install
+    stage = os.path.join(outdir, 'stage')
+    shutil.rmtree(stage, ignore_errors=True)
+    rel = os.uname().release
+    mods = os.path.join(stage, 'lib', 'modules', rel)
+    ko = os.path.join(mods, 'updates', 'vbblk.ko')
+    hdr = os.path.join(stage, 'usr', 'local', 'include', 'linux', 'vbblk.h')
+    _put(ko)
+    _put(hdr)
+    _put(os.path.join(mods, 'modules.dep'), 'updates/vbblk.ko:\n')
+    must(log, tree, ['uninstall', 'INSTALL_MOD_PATH=' + stage], env, NOHEADERS_NS)
+    left = [p for p in (ko, hdr) if os.path.exists(p)]
+    if left:
+        raise Fail('make uninstall without headers left %s' % ', '.join(left))
+    if 'vbblk' in open(os.path.join(mods, 'modules.dep')).read():
+        raise Fail('make uninstall without headers: modules.dep still names vbblk '
+                   '(depmod not run)')
+    # KVER=, INSTALL_MOD_DIR= and DESTDIR= (the header's root then) as given
+    other = '0.0.0-vbtest-other'
+    ko = os.path.join(stage, 'lib', 'modules', other, 'extra', 'vbblk.ko')
+    hdr = os.path.join(outdir, 'dest', 'usr', 'local', 'include', 'linux', 'vbblk.h')
+    _put(ko)
+    _put(hdr)
+    must(log, tree, ['uninstall', 'KVER=' + other, 'INSTALL_MOD_PATH=' + stage,
+                     'INSTALL_MOD_DIR=extra', 'DESTDIR=' + os.path.join(outdir, 'dest'),
+                     'DEPMOD=/nonexistent/depmod'], env, NOHEADERS_NS)
+    left = [p for p in (ko, hdr) if os.path.exists(p)]
+    if left:
+        raise Fail('make uninstall KVER=%s INSTALL_MOD_DIR=extra DESTDIR=... without headers '
+                   'left %s' % (other, ', '.join(left)))
+    shutil.rmtree(stage)
+    shutil.rmtree(os.path.join(outdir, 'dest'))
+
+
+def run_noheaders(outdir, ctx=None):
+    from cases import Skip
+    if os.geteuid() != 0 or not shutil.which('unshare'):
+        return Skip('needs root and unshare (a mount namespace hides the kernel headers)')
+    return _run(_noheaders, outdir)
