@@ -1,8 +1,9 @@
 #!/bin/bash
 # Style gate: W=1 build, sparse (C=2: every file), with and without
 # VBBLK_SCSI, the layer order (scripts/check-layers.sh) and checkpatch.pl
-# from Debian's linux-source-6.1. Any finding fails. KDIRS="DIR ..." builds
-# against each of those kernels (default: the Makefile's KDIR), e.g.
+# from Debian's linux-source-6.1. Any finding fails. The builds run in a
+# temporary copy of the source: a vbblk.ko built here stays. KDIRS="DIR ..."
+# builds against each of those kernels (default: the Makefile's KDIR), e.g.
 #   KDIRS="$(ls -d /usr/src/linux-headers-*-amd64) \
 #          $(scripts/build-kernel.sh --path 7.2)/build" make check-style
 set -euo pipefail
@@ -24,7 +25,17 @@ command -v sparse >/dev/null || { echo "check-style: sparse missing (apt-get ins
 
 fail=0
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# The builds run in a copy of the source (what git tracks or would track,
+# as the working tree has it), never here: their `make clean` would take
+# away the vbblk.ko this tree built. The probes' cache comes along.
+src=$(mktemp -d "${TMPDIR:-/tmp}/vbblk-style.XXXXXX")
+trap 'rm -rf "$log" "$src"' EXIT
+git ls-files -z --cached --others --exclude-standard |
+	xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh |
+	tar --null -T - -cf - | tar -C "$src" -xf -
+for d in .features tests/kmod/.features; do
+	[ ! -d "$d" ] || cp -r "$d" "$src/$d"
+done
 
 # clean_build WHAT DIR MAKEARGS...: a C=2 W=1 build of DIR against $kdir
 # that must succeed without a finding
@@ -49,14 +60,14 @@ for kdir in $kdirs; do
 	chk=sparse
 	[ -x "$(dirname "$kdir")/sparse" ] && chk=$(dirname "$kdir")/sparse
 	echo "== W=1 + sparse: $kdir ($chk)"
-	clean_build vbblk .
-	scripts/check-layers.sh || fail=1
+	clean_build vbblk "$src"
+	scripts/check-layers.sh "$src" || fail=1
 	# The build without the SCSI translation must hold too.
-	clean_build "vbblk VBBLK_SCSI=n" . VBBLK_SCSI=n
-	scripts/check-layers.sh || fail=1
-	make -s clean KDIR="$kdir" >/dev/null 2>&1 || true
+	clean_build "vbblk VBBLK_SCSI=n" "$src" VBBLK_SCSI=n
+	scripts/check-layers.sh "$src" || fail=1
+	make -s -C "$src" clean KDIR="$kdir" >/dev/null 2>&1 || true
 	# The test-only modules (tests/kmod) are kernel code too.
-	clean_build tests/kmod tests/kmod
+	clean_build tests/kmod "$src/tests/kmod"
 done
 
 # A probe that compiles on none of the kernels is broken, not a missing
@@ -66,7 +77,7 @@ if [ $# -gt 1 ]; then
 	echo "== probes across $# kernels"
 	for pd in probe:vbblk_features.h tests/kmod/probe:vbtest_features.h; do
 		seen=$(for kdir in "$@"; do
-			d=$(scripts/probe-kernel.sh "$kdir" "${pd%%:*}" "${pd#*:}" 2>/dev/null)
+			d=$(scripts/probe-kernel.sh "$kdir" "$src/${pd%%:*}" "${pd#*:}" 2>/dev/null)
 			sed -n 's/^#define \(HAVE_[A-Z0-9_]*\) 1$/\1/p' "$d/${pd#*:}"
 		done | sort -u)
 		for p in "${pd%%:*}"/*.c; do

@@ -61,6 +61,11 @@ _make_test('make_noheaders', 'run_noheaders',
            'removes the build products and no source, make uninstall the module of the running '
            'kernel from a staged INSTALL_MOD_PATH, its header, and runs depmod; KVER=, '
            'INSTALL_MOD_DIR= and DESTDIR= as given, and no depmod is no failure')
+_make_test('make_checkstyle', 'run_checkstyle',
+           'make check-style against a stand-in kernel tree (whose clean does what kbuild\'s '
+           'does, whose builds fail at once) reaches its build and leaves the tree\'s vbblk.ko, '
+           'objects and example program as they were, and nothing in TMPDIR',
+           needs=('sparse',))
 
 # (for CI's time: what the compat layer changes, probe, limits, freeze,
 # passthrough, io_uring commands and flushes, not every test of the path)

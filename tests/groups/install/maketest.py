@@ -246,3 +246,70 @@ def run_noheaders(outdir, ctx=None):
     if os.geteuid() != 0 or not shutil.which('unshare'):
         return Skip('needs root and unshare (a mount namespace hides the kernel headers)')
     return _run(_noheaders, outdir)
+
+
+# ---- make_checkstyle: the style gate leaves a built module alone ------------
+# A stand-in kernel tree: `clean` does to M= what kbuild's clean does, and
+# every build fails at once (the first probe), so check-style stops after
+# its first clean and build, in seconds.
+FAKE_KDIR_MAKEFILE = '''\
+# a stand-in kernel tree (the make_checkstyle test): clean as kbuild's
+clean:
+\tcd $(M) && rm -f *.o *.ko *.mod *.mod.c *.mod.o .*.cmd Module.symvers modules.order
+.DEFAULT:
+\t@echo "stand-in kernel tree: no $@ here" >&2; exit 2
+'''
+
+
+def _state(tree):
+    """{product: (content, mtime)} of the build products in tree."""
+    out = {}
+    for p in PRODUCTS:
+        f = os.path.join(tree, p)
+        if os.path.exists(f):
+            out[p] = (open(f, 'rb').read(), os.stat(f).st_mtime_ns)
+    return out
+
+
+def _checkstyle(outdir):
+    log, tree, bindir = _setup(outdir, 'make_checkstyle')
+    fake = os.path.join(outdir, 'kdir')
+    shutil.rmtree(fake, ignore_errors=True)
+    _put(os.path.join(fake, 'Makefile'), FAKE_KDIR_MAKEFILE)
+    _put(os.path.join(fake, 'include', 'generated', 'utsrelease.h'),
+         '#define UTS_RELEASE "0.0.0-vbtest-fake"\n')
+    _put(os.path.join(fake, 'include', 'generated', 'autoconf.h'), '')
+    for p in PRODUCTS:
+        _put(os.path.join(tree, p), 'built before make check-style: %s\n' % p)
+    before = _state(tree)
+    tmp = os.path.join(outdir, 'tmp')
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    # checkpatch.pl is unpacked once, into the repository's cache
+    env = env_with(bindir, KDIRS=fake, TMPDIR=tmp,
+                   VBBLK_CACHE=os.environ.get('VBBLK_CACHE', os.path.join(REPO, '.cache')))
+    rc, out = make(log, tree, ['check-style'], env)
+    if 'build failed against %s' % fake not in out:
+        raise Fail('make check-style KDIRS=<stand-in> did not reach its build (exit %d): %s'
+                   % (rc, ' | '.join(out.strip().splitlines()[-3:])))
+    after = _state(tree)
+    changed = sorted(p for p in PRODUCTS if before.get(p) != after.get(p))
+    if changed:
+        raise Fail('make check-style %s the tree\'s build products: %s' % (
+            'removed' if not any(p in after for p in changed) else 'changed',
+            ', '.join(changed)))
+    left = os.listdir(tmp)
+    if left:
+        raise Fail('make check-style left %s in TMPDIR' % ', '.join(left))
+    shutil.rmtree(fake)
+    shutil.rmtree(tmp)
+
+
+def run_checkstyle(outdir, ctx=None):
+    from cases import Skip
+    cache = os.environ.get('VBBLK_CACHE', os.path.join(REPO, '.cache'))
+    if not os.path.exists(os.path.join(cache, 'checkpatch', 'scripts', 'checkpatch.pl')) and \
+            not os.path.exists('/usr/src/linux-source-6.1.tar.xz'):
+        return Skip('needs /usr/src/linux-source-6.1.tar.xz for checkpatch.pl '
+                    '(apt-get install linux-source-6.1)')
+    return _run(_checkstyle, outdir)
