@@ -21,7 +21,8 @@
 #   make uninstall-conf   remove those (an edited /etc/vbblk/disks is kept)
 #   make dkms-install     register with DKMS, build and install for every kernel
 #                         that has headers; rebuilt on kernel upgrades
-#   make dkms-uninstall   remove from DKMS
+#   make dkms-uninstall   remove every version of vbblk DKMS has (but the
+#                         Debian package's) and its source copy
 #   make examples         examples/vbblk-uring, a passthrough example program
 #                         (host build; liburing-dev, examples/README.md)
 #   make deb              vbblk-dkms_<version>_all.deb in DEBDIR (default: here;
@@ -162,8 +163,23 @@ dkms-install: dkms-src
 	dkms add vbblk/$(VBBLK_VERSION)
 	for k in $(DKMS_KERNELS); do dkms install vbblk/$(VBBLK_VERSION) -k $$k || exit 1; done
 
+# Every version DKMS has of vbblk, not this tree's (a pull since
+# dkms-install changes it), with its source copy; but not the Debian
+# package's (dpkg owns its source): apt-get removes that one.
+DKMS_VERSIONS = dkms status -m vbblk | sed -n -e 's|^vbblk/\([^,:]*\)[,:].*|\1|p' \
+	-e 's|^vbblk, \([^,:]*\)[,:].*|\1|p' | sort -u
 dkms-uninstall:
-	dkms remove vbblk/$(VBBLK_VERSION) --all
+	@command -v dkms >/dev/null || { echo "vbblk: dkms is not installed" >&2; exit 1; }
+	@vers=$$($(DKMS_VERSIONS)); \
+	[ -n "$$vers" ] || echo "vbblk: DKMS has no vbblk"; \
+	for v in $$vers; do \
+		if dpkg-query -S /usr/src/vbblk-$$v >/dev/null 2>&1; then \
+			echo "vbblk: vbblk/$$v is the vbblk-dkms package's: apt-get remove vbblk-dkms"; \
+			continue; \
+		fi; \
+		echo "dkms remove vbblk/$$v --all"; dkms remove vbblk/$$v --all || exit 1; \
+		echo "rm -rf $(DESTDIR)/usr/src/vbblk-$$v"; rm -rf $(DESTDIR)/usr/src/vbblk-$$v; \
+	done
 	rm -rf $(DKMS_SRC)
 
 # With Debian's own tooling, from the tracked files (docs/debian-package.md).

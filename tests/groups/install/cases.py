@@ -66,6 +66,11 @@ _make_test('make_checkstyle', 'run_checkstyle',
            'does, whose builds fail at once) reaches its build and leaves the tree\'s vbblk.ko, '
            'objects and example program as they were, and nothing in TMPDIR',
            needs=('sparse',))
+_make_test('make_dkms_uninstall', 'run_dkms_uninstall',
+           'make dkms-uninstall with a stand-in dkms that has two vbblk versions, neither '
+           'this tree\'s: both leave DKMS and their source copies go (DESTDIR), the Debian '
+           'package\'s version (a stand-in dpkg-query) and another module stay; with none left '
+           'it succeeds')
 
 # (for CI's time: what the compat layer changes, probe, limits, freeze,
 # passthrough, io_uring commands and flushes, not every test of the path)

@@ -313,3 +313,97 @@ def run_checkstyle(outdir, ctx=None):
         return Skip('needs /usr/src/linux-source-6.1.tar.xz for checkpatch.pl '
                     '(apt-get install linux-source-6.1)')
     return _run(_checkstyle, outdir)
+
+
+# ---- make_dkms_uninstall: every version DKMS has, not today's ---------------
+# A stand-in dkms over a status file: the lines `dkms status` prints (DKMS
+# 3's format), `remove MODULE/VERSION --all` takes that version's away as
+# DKMS does, or fails as DKMS does for one it does not have.
+DKMS_STUB = '''\
+# stand-in dkms (the make_dkms_uninstall test): status and remove over @STATE@
+state=@STATE@
+echo "dkms $*" >> "$state.calls"
+case "$1" in
+status)
+	[ "$2" = -m ] && shift
+	if [ -n "$2" ]; then
+		awk -v m="${2%%/*}" 'index($0, m "/") == 1' "$state"
+	else
+		cat "$state"
+	fi ;;
+remove)
+	mv_=$2
+	if awk -v p="$mv_" 'index($0, p ",") == 1 || index($0, p ":") == 1 { f = 1 } END { exit !f }' "$state"; then
+		awk -v p="$mv_" '!(index($0, p ",") == 1 || index($0, p ":") == 1)' "$state" > "$state.new"
+		mv "$state.new" "$state"
+		echo "Deleting module ${mv_%%/*}-${mv_#*/} completely from the DKMS tree."
+	else
+		echo "Error! The module/version combo: ${mv_%%/*}-${mv_#*/} is not located in the DKMS tree." >&2
+		exit 3
+	fi ;;
+*)
+	echo "stand-in dkms: no $1 here" >&2
+	exit 2 ;;
+esac
+'''
+# installed at some time, neither of them this tree's version; one other
+# module; and the Debian package's (dpkg owns its source)
+DKMS_STATUS = '''\
+vbblk/0.0-1-g1111111, 6.1.0-57-amd64, x86_64: installed
+vbblk/0.0-1-g1111111, 6.12.118+deb12-amd64, x86_64: installed
+vbblk/0.0-2-g2222222-dirty: added
+vbblk/0.0~git20261201.3333333, 6.1.0-57-amd64, x86_64: installed
+othermod/1.0, 6.1.0-57-amd64, x86_64: installed
+'''
+DPKG_QUERY_STUB = '''\
+# stand-in dpkg-query -S: the vbblk-dkms package owns one version's source
+[ "$1" = -S ] && [ "$2" = /usr/src/vbblk-0.0~git20261201.3333333 ] &&
+	{ echo "vbblk-dkms: $2"; exit 0; }
+echo "dpkg-query: no path found matching pattern $2" >&2
+exit 1
+'''
+
+
+def _dkms_uninstall(outdir):
+    log, tree, bindir = _setup(outdir, 'make_dkms_uninstall')
+    state = os.path.join(outdir, 'dkms-status')
+    _put(state, DKMS_STATUS)
+    if os.path.exists(state + '.calls'):
+        os.unlink(state + '.calls')
+    stub(bindir, 'dkms', DKMS_STUB.replace('@STATE@', state))
+    stub(bindir, 'dpkg-query', DPKG_QUERY_STUB)
+    env = env_with(bindir)
+    dest = os.path.join(outdir, 'dest')
+    shutil.rmtree(dest, ignore_errors=True)
+    src = {v: os.path.join(dest, 'usr', 'src', 'vbblk-' + v)
+           for v in ('0.0-1-g1111111', '0.0-2-g2222222-dirty', '0.0~git20261201.3333333')}
+    for d in src.values():
+        _put(os.path.join(d, 'dkms.conf'))
+    version = must(log, tree, ['-s', 'version'], env).strip()
+    rc, out = make(log, tree, ['dkms-uninstall', 'DESTDIR=' + dest], env)
+    status = open(state).read()
+    left = [line.split(',')[0].split(':')[0] for line in status.splitlines()
+            if line.startswith('vbblk/') and '3333333' not in line]
+    if rc or left:
+        raise Fail('make dkms-uninstall (this tree: vbblk/%s) exited %d and left %s registered '
+                   'with DKMS: %s' % (version, rc, ', '.join(sorted(set(left))) or 'none',
+                                      ' | '.join(out.strip().splitlines()[-2:])))
+    for v in ('0.0-1-g1111111', '0.0-2-g2222222-dirty'):
+        if os.path.exists(src[v]):
+            raise Fail('make dkms-uninstall left the source copy %s' % src[v])
+    if '3333333' not in status or not os.path.exists(src['0.0~git20261201.3333333']):
+        raise Fail('make dkms-uninstall removed the vbblk-dkms package\'s vbblk/'
+                   '0.0~git20261201.3333333')
+    if 'vbblk-dkms' not in out:
+        raise Fail('make dkms-uninstall does not say it left the package\'s version alone')
+    if 'othermod/1.0' not in status:
+        raise Fail('make dkms-uninstall removed another module')
+    # nothing (of ours) registered: nothing to do, and no failure
+    rc, out = make(log, tree, ['dkms-uninstall', 'DESTDIR=' + dest], env)
+    if rc:
+        raise Fail('make dkms-uninstall with no vbblk of ours in DKMS exited %d' % rc)
+    shutil.rmtree(dest)
+
+
+def run_dkms_uninstall(outdir, ctx=None):
+    return _run(_dkms_uninstall, outdir)
