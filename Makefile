@@ -125,7 +125,8 @@ uninstall:
 	elif ! command -v $(DEPMOD) >/dev/null; then echo "vbblk: no $(DEPMOD): depmod not run"; \
 	else echo "$(UNINSTALL_DEPMOD)"; $(UNINSTALL_DEPMOD); fi
 
-# The disk list is the administrator's: never overwritten, kept on uninstall.
+# The disk list is the administrator's: never overwritten, and kept on
+# uninstall once edited (one that still is conf/disks goes).
 install-conf:
 	install -D -m 0644 conf/vbblk.conf $(DESTDIR)/etc/modprobe.d/vbblk.conf
 	install -d $(DESTDIR)$(UDEVDIR) $(DESTDIR)$(UDEVLIBDIR) $(DESTDIR)$(SBINDIR)
@@ -144,6 +145,11 @@ uninstall-conf:
 		$(DESTDIR)$(SBINDIR)/vbblk-bind $(DESTDIR)$(SBINDIR)/vbblk-compare \
 		$(DESTDIR)$(UDEVLIBDIR)/vbblk-udev
 	rm -rf $(DESTDIR)$(DATADIR)
+	@d=$(DESTDIR)/etc/vbblk/disks; \
+	if [ ! -e $$d ]; then :; \
+	elif cmp -s $$d conf/disks; then echo "rm -f $$d"; rm -f $$d; \
+	else echo "vbblk: kept $$d: edited (it is not conf/disks)"; fi
+	@! [ -d $(DESTDIR)/etc/vbblk ] || rmdir --ignore-fail-on-non-empty $(DESTDIR)/etc/vbblk
 
 # DKMS wants the source in /usr/src/<name>-<version> with a dkms.conf that
 # names the version; a VERSION file stands in for git there.

@@ -71,6 +71,10 @@ _make_test('make_dkms_uninstall', 'run_dkms_uninstall',
            'this tree\'s: both leave DKMS and their source copies go (DESTDIR), the Debian '
            'package\'s version (a stand-in dpkg-query) and another module stay; with none left '
            'it succeeds')
+_make_test('make_uninstall_conf', 'run_uninstall_conf',
+           'make uninstall-conf after make install-conf into a DESTDIR leaves no file, '
+           '/etc/vbblk/disks included; with the disk list edited it keeps that, as edited, '
+           'says so, and removes the rest')
 
 # (for CI's time: what the compat layer changes, probe, limits, freeze,
 # passthrough, io_uring commands and flushes, not every test of the path)

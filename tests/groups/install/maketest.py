@@ -407,3 +407,43 @@ def _dkms_uninstall(outdir):
 
 def run_dkms_uninstall(outdir, ctx=None):
     return _run(_dkms_uninstall, outdir)
+
+
+# ---- make_uninstall_conf: an unedited disk list goes, an edited one stays ---
+def _files(root):
+    return sorted('/' + os.path.relpath(os.path.join(d, f), root)
+                  for d, _, fs in os.walk(root) for f in fs)
+
+
+def _uninstall_conf(outdir):
+    log, tree, bindir = _setup(outdir, 'make_uninstall_conf')
+    env = env_with(bindir)
+    dest = os.path.join(outdir, 'dest')
+    disks = os.path.join(dest, 'etc', 'vbblk', 'disks')
+    shutil.rmtree(dest, ignore_errors=True)
+    must(log, tree, ['install-conf', 'DESTDIR=' + dest], env)
+    if not os.path.isfile(disks):
+        raise Fail('make install-conf put no /etc/vbblk/disks in DESTDIR')
+    must(log, tree, ['uninstall-conf', 'DESTDIR=' + dest], env)
+    left = _files(dest)
+    if left:
+        raise Fail('make uninstall-conf after make install-conf (nothing edited) left %s'
+                   % ', '.join(left))
+    # an edited list stays, as it was, and make says so
+    must(log, tree, ['install-conf', 'DESTDIR=' + dest], env)
+    with open(disks, 'a') as f:
+        f.write('DATA-1\n')
+    edited = open(disks).read()
+    out = must(log, tree, ['uninstall-conf', 'DESTDIR=' + dest], env)
+    left = _files(dest)
+    if left != ['/etc/vbblk/disks'] or open(disks).read() != edited:
+        raise Fail('make uninstall-conf with an edited /etc/vbblk/disks left %s%s'
+                   % (', '.join(left) or 'nothing',
+                      '' if '/etc/vbblk/disks' not in left else ' (the list changed)'))
+    if 'kept' not in out:
+        raise Fail('make uninstall-conf keeps the edited /etc/vbblk/disks without a word')
+    shutil.rmtree(dest)
+
+
+def run_uninstall_conf(outdir, ctx=None):
+    return _run(_uninstall_conf, outdir)
