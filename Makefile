@@ -1,13 +1,17 @@
 # SPDX-License-Identifier: GPL-2.0
-# Out-of-tree build driver: the objects are listed in Kbuild.
+# vbblk, out of tree: the objects are listed in Kbuild. `make help` prints
+# this comment (down to the first line that is not one).
 #
-#   make                  build vbblk.ko against KDIR: KVER's headers (default:
+# Targets:
+#   make [modules]        build vbblk.ko against KDIR: KVER's headers (default:
 #                         the running kernel's), never another kernel's; its
 #                         first line says which and why
+#   make W=1              with extra warnings (must stay clean)
 #   make check-kdir       only that line, or which kernels have headers
 #   make kdir             print KDIR (fails without headers)
-#   make W=1              with extra warnings (must stay clean)
-#   make check-style      sparse (C=2) + W=1 + checkpatch.pl; fails on findings
+#   make version          print the version (modinfo, DKMS)
+#   make check-style      sparse (C=2) + W=1 + checkpatch.pl, the builds in a
+#                         temporary copy of the source; fails on findings
 #   make targets-docs     rewrite the targets tables of README.md and
 #                         docs/bench.md from bench/targets.py
 #   make install          vbblk.ko into /lib/modules/<kernel>/updates, then
@@ -19,8 +23,11 @@
 #   make install-conf     modprobe.d options, udev rule, helpers (vbblk-bind,
 #                         vbblk-compare) and fio jobs (docs/installing.md)
 #   make uninstall-conf   remove those (an edited /etc/vbblk/disks is kept)
-#   make dkms-install     register with DKMS, build and install for every kernel
-#                         that has headers; rebuilt on kernel upgrades
+#   make dkms-src         the source as DKMS takes it, with its dkms.conf, in
+#                         DESTDIR/usr/src/vbblk-<version>
+#   make dkms-install     dkms-src, then register with DKMS, build and install
+#                         for every kernel that has headers; rebuilt on kernel
+#                         upgrades
 #   make dkms-uninstall   remove every version of vbblk DKMS has (but the
 #                         Debian package's) and its source copy
 #   make examples         examples/vbblk-uring, a passthrough example program
@@ -28,10 +35,33 @@
 #   make deb              vbblk-dkms_<version>_all.deb in DEBDIR (default: here;
 #                         scripts/build-deb.sh, docs/debian-package.md)
 #   make clean            (no kernel headers needed)
+#   make help             this text
 #
-# Which kernel: KVER=RELEASE (its headers: /lib/modules/RELEASE/build) or
-# KDIR=DIR (a kernel build tree). Staging: INSTALL_MOD_PATH=DIR (modules,
-# and the header unless DESTDIR is given) and DESTDIR=DIR (configuration).
+# Variables, make VAR=value (default):
+#   KVER=RELEASE          the kernel to build and (un)install for (uname -r);
+#                         its headers: /lib/modules/RELEASE/build
+#   KDIR=DIR              the kernel build tree to build against (KVER's)
+#   INSTALL_MOD_PATH=DIR  staging root of the modules, and of the header
+#                         unless DESTDIR is given (none)
+#   INSTALL_MOD_DIR=DIR   vbblk.ko's directory in /lib/modules/<kernel> (updates)
+#   DESTDIR=DIR           staging root of the configuration and of dkms-src
+#                         (none)
+#   INCLUDEDIR=DIR        the uapi header's (/usr/local/include)
+#   SBINDIR=DIR           vbblk-bind's and vbblk-compare's (/usr/local/sbin)
+#   UDEVDIR=DIR           the udev rule's (/etc/udev/rules.d)
+#   UDEVLIBDIR=DIR        the udev helper's (/usr/local/lib/udev)
+#   DATADIR=DIR           the fio jobs' (/usr/local/share/vbblk)
+#   DEPMOD=PATH           depmod (/sbin/depmod)
+#   DKMS_KERNELS="R ..."  the kernels dkms-install builds for (every one with
+#                         headers)
+#   DEBDIR=DIR            where make deb puts the .deb (here)
+#   VBBLK_VERSION=V       the version (the file VERSION, else git describe)
+#   EXAMPLE_CFLAGS=FLAGS  make examples' (-O2 -Wall -Wextra -Werror)
+#   VBBLK_SCSI=n, VBBLK_DEBUG=y   build options (docs/parameters.md)
+#   KDIRS="DIR ..."       the kernels check-style builds against (KDIR)
+
+# (for make help, before any include)
+THIS_MAKEFILE := $(lastword $(MAKEFILE_LIST))
 
 # The headers: KDIR= as given, else those of KVER (default: the running
 # kernel), /lib/modules/KVER/build or /usr/src/linux-headers-KVER. Never
@@ -220,10 +250,14 @@ version:
 
 .PHONY: all check-kdir modules install install-header uninstall install-conf \
 	uninstall-conf dkms-src dkms-install dkms-uninstall deb examples check-style \
-	targets-docs clean kdir version
+	targets-docs clean kdir version help
 
 check-style:
 	scripts/check-style.sh
+
+# The comment at the top, so the list cannot drift from the Makefile's.
+help:
+	@awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' $(THIS_MAKEFILE)
 
 targets-docs:
 	bench/targets.py --write README.md docs/bench.md

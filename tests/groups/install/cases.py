@@ -75,6 +75,10 @@ _make_test('make_uninstall_conf', 'run_uninstall_conf',
            'make uninstall-conf after make install-conf into a DESTDIR leaves no file, '
            '/etc/vbblk/disks included; with the disk list edited it keeps that, as edited, '
            'says so, and removes the rest')
+_make_test('make_help', 'run_help',
+           'make help, with no kernel headers, names every .PHONY target of the Makefile '
+           '(as `make TARGET`) and every variable a user sets (each ?= of Makefile and Kbuild, '
+           'KVER, KDIR, INSTALL_MOD_PATH, DESTDIR)')
 
 # (for CI's time: what the compat layer changes, probe, limits, freeze,
 # passthrough, io_uring commands and flushes, not every test of the path)

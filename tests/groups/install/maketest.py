@@ -447,3 +447,30 @@ def _uninstall_conf(outdir):
 
 def run_uninstall_conf(outdir, ctx=None):
     return _run(_uninstall_conf, outdir)
+
+
+# ---- make_help: every target and variable, from the Makefile itself ---------
+def _help(outdir):
+    import re
+    log, tree, bindir = _setup(outdir, 'make_help')
+    stub_uname(bindir, NOHEADERS)     # it needs no headers
+    env = env_with(bindir)
+    out = must(log, tree, ['-s', 'help'], env)
+    mk = open(os.path.join(tree, 'Makefile')).read()
+    phony = re.search(r'^\.PHONY:((?:.*\\\n)*.*)$', mk, re.M)
+    targets = phony.group(1).replace('\\\n', ' ').split() if phony else []
+    missing = [t for t in targets if t != 'all' and
+               not re.search(r'^\s*make \[?%s\]?(\s|$)' % re.escape(t), out, re.M)]
+    if not targets or missing:
+        raise Fail('make help lists no `make %s`' % ', `make '.join(missing or ['<target>']))
+    # the variables a user sets: every ?= of Makefile and Kbuild, and these
+    names = ['KVER', 'KDIR', 'INSTALL_MOD_PATH', 'DESTDIR', 'INSTALL_MOD_DIR']
+    for f in ('Makefile', 'Kbuild'):
+        names += re.findall(r'^([A-Z_]+) \?=', open(os.path.join(tree, f)).read(), re.M)
+    missing = sorted({n for n in names if not re.search(r'\b%s\b' % n, out)})
+    if missing:
+        raise Fail('make help does not name %s' % ', '.join(missing))
+
+
+def run_help(outdir, ctx=None):
+    return _run(_help, outdir)
