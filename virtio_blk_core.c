@@ -33,6 +33,16 @@ unsigned int vbblk_batch_max_kb = 512;
 static unsigned int vbblk_remove_timeout = 120;
 static bool vbblk_indirect = true;
 
+/* rings=: how a queue uses the device's virtqueues (vbblk_wanted_vqs()). */
+enum vbblk_rings {
+	VBBLK_RINGS_AUTO,
+	VBBLK_RINGS_PAIRS,
+	VBBLK_RINGS_SINGLE,
+	VBBLK_RINGS_DIRECT,
+};
+
+static enum vbblk_rings vbblk_rings = VBBLK_RINGS_AUTO;
+
 static const char * const vbblk_mode_names[] = {
 	[VBBLK_MODE_BIO]	= "bio",
 	[VBBLK_MODE_REQUEST]	= "request",
@@ -62,6 +72,39 @@ static const struct kernel_param_ops vbblk_mode_ops = {
 };
 module_param_cb(mode, &vbblk_mode_ops, NULL, 0444);
 MODULE_PARM_DESC(mode, "I/O path: bio (submit_bio, batching) or request (blk-mq) (default: bio)");
+
+static const char * const vbblk_rings_names[] = {
+	[VBBLK_RINGS_AUTO]	= "auto",
+	[VBBLK_RINGS_PAIRS]	= "pairs",
+	[VBBLK_RINGS_SINGLE]	= "single",
+	[VBBLK_RINGS_DIRECT]	= "direct",
+};
+
+static int vbblk_rings_set(const char *val, const struct kernel_param *kp)
+{
+	int i = sysfs_match_string(vbblk_rings_names, val);
+
+	if (i < 0) {
+		pr_err("rings=%s is not valid: use rings=auto, pairs, single or direct\n",
+		       val);
+		return -EINVAL;
+	}
+	vbblk_rings = i;
+	return 0;
+}
+
+static int vbblk_rings_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%s\n", vbblk_rings_names[vbblk_rings]);
+}
+
+static const struct kernel_param_ops vbblk_rings_ops = {
+	.set = vbblk_rings_set,
+	.get = vbblk_rings_get,
+};
+module_param_cb(rings, &vbblk_rings_ops, NULL, 0444);
+MODULE_PARM_DESC(rings,
+		 "How queues use the device's virtqueues: pairs (a direct ring for small commands beside an indirect one for large; over fewer queues if the device has fewer than two per queue), single (one ring per queue, an indirect table allocated per command), direct (one ring per queue, indirect descriptors off), auto (pairs where the device has two virtqueues per queue, else direct; dmesg says which and why) (default: auto)");
 
 /*
  * An unsigned parameter with a range: the kernel's param_set_uint_minmax(),
@@ -545,12 +588,11 @@ static void vbblk_scsi_limits(struct vbblk *vblk)
 /*
  * Virtqueues to ask for: poll queues first take what poll_queues asks,
  * leaving the interrupt-driven queues at least one; those are then capped
- * by num_queues and the CPU count. Returns the total; *npoll the polled.
- * *paired: the device has twice that many, and indirect descriptors, so
- * each queue gets a direct ring for small commands and an indirect one.
+ * by num_queues and the CPU count. Returns the total; *npoll the polled,
+ * *dev the device's count.
  */
-static unsigned int vbblk_wanted_vqs(struct virtio_device *vdev,
-				     unsigned int *npoll, bool *paired)
+static unsigned int vbblk_count_vqs(struct virtio_device *vdev,
+				    unsigned int *npoll, unsigned int *dev)
 {
 	unsigned int io, poll;
 	u16 n = 1;
@@ -562,9 +604,72 @@ static unsigned int vbblk_wanted_vqs(struct virtio_device *vdev,
 	poll = min_t(unsigned int, vbblk_poll_queues, n - 1);
 	io = min3(n - poll, vbblk_num_queues, nr_cpu_ids);
 	*npoll = min(poll, VBBLK_MAX_QUEUES - io);
-	*paired = virtio_has_feature(vdev, VIRTIO_RING_F_INDIRECT_DESC) &&
-		  n >= 2 * (io + *npoll);
+	*dev = n;
 	return io + *npoll;
+}
+
+/*
+ * Direct rings: indirect descriptors off, so that no command allocates an
+ * indirect table. rings=auto takes them where the device has too few
+ * virtqueues to pair each queue (QEMU's default: one per vCPU): a 4k
+ * command then costs no allocation, and a large one its segments' worth
+ * of descriptors. Decided before the features are final.
+ */
+static bool vbblk_direct_rings(struct virtio_device *vdev)
+{
+	unsigned int want, npoll, n;
+
+	if (vbblk_rings == VBBLK_RINGS_DIRECT)
+		return true;
+	if (vbblk_rings != VBBLK_RINGS_AUTO)
+		return false;
+	want = vbblk_count_vqs(vdev, &npoll, &n);
+	return n < 2 * want;
+}
+
+/*
+ * Virtqueues to ask for (vbblk_count_vqs()); *paired: each queue gets a
+ * direct ring for small commands and an indirect one beside it, so that a
+ * 4k command allocates no indirect table, which takes two of the device's
+ * virtqueues per queue. *why: the choice, for the probe's dmesg line.
+ */
+static unsigned int vbblk_wanted_vqs(struct virtio_device *vdev,
+				     unsigned int *npoll, bool *paired,
+				     const char **why)
+{
+	unsigned int want, n, half;
+
+	want = vbblk_count_vqs(vdev, npoll, &n);
+	*paired = false;
+	if (!virtio_has_feature(vdev, VIRTIO_RING_F_INDIRECT_DESC)) {
+		if (!READ_ONCE(vbblk_indirect))
+			*why = "direct rings: indirect=0";
+		else if (vbblk_rings == VBBLK_RINGS_DIRECT)
+			*why = "direct rings: rings=direct";
+		else if (vbblk_direct_rings(vdev))
+			*why = "direct rings: fewer than two virtqueues per queue";
+		else
+			*why = "direct rings: the device has no indirect descriptors";
+		return want;
+	}
+	if (vbblk_rings == VBBLK_RINGS_SINGLE) {
+		*why = "indirect tables: rings=single";
+		return want;
+	}
+	if (n >= 2 * want) {
+		*paired = true;
+		*why = "pairs: two virtqueues per queue";
+		return want;
+	}
+	/* rings=pairs: over fewer queues, which CPUs share with their locks */
+	half = n / 2;
+	if (half > *npoll) {
+		*paired = true;
+		*why = "pairs: rings=pairs, over fewer queues";
+		return min(want - *npoll, half - *npoll) + *npoll;
+	}
+	*why = "indirect tables: rings=pairs, but no room for a pair beside the poll queues";
+	return want;
 }
 
 /*
@@ -825,6 +930,7 @@ static int vbblk_probe(struct virtio_device *vdev)
 	struct queue_limits lim;
 	unsigned int want, npoll;
 	struct vbblk *vblk;
+	const char *why;
 	bool paired;
 	int err;
 
@@ -849,7 +955,7 @@ static int vbblk_probe(struct virtio_device *vdev)
 		goto out_free;
 	}
 
-	want = vbblk_wanted_vqs(vdev, &npoll, &paired);
+	want = vbblk_wanted_vqs(vdev, &npoll, &paired, &why);
 	err = vbblk_init_vqs(vblk, want, npoll, paired);
 	if (err)
 		goto out_free;
@@ -909,11 +1015,12 @@ static int vbblk_probe(struct virtio_device *vdev)
 		dev_warn(&vdev->dev, "%s: no /dev/vbblk/%s (error %d)\n",
 			 vblk->disk->disk_name, vblk->disk->disk_name, err);
 
-	dev_info(&vdev->dev, "%s: %s mode, %u queue%s (%u polled%s), depth %u, %u segments\n",
+	dev_info(&vdev->dev, "%s: %s mode, %u queue%s (%u polled), %s (%s), depth %u, %u segments\n",
 		 vblk->disk->disk_name, vbblk_mode_names[vblk->mode],
 		 vblk->num_vqs, vblk->num_vqs > 1 ? "s" : "",
 		 vblk->num_poll_vqs,
-		 vblk->paired ? ", each with an indirect ring" : "",
+		 vblk->paired ? "each with an indirect ring" :
+		 "one ring each", why,
 		 vblk->tag_set.queue_depth, vblk->sg_elems);
 	return 0;
 
@@ -1121,10 +1228,13 @@ static unsigned int vbblk_features_legacy[] = {
 	VIRTIO_BLK_F_SECURE_ERASE, VIRTIO_BLK_F_SCSI,
 };
 
-/* Before the features are final: indirect=N turns indirect descriptors off. */
+/*
+ * Before the features are final: indirect=N, and direct rings
+ * (vbblk_direct_rings()), turn indirect descriptors off.
+ */
 static int vbblk_validate(struct virtio_device *vdev)
 {
-	if (!READ_ONCE(vbblk_indirect))
+	if (!READ_ONCE(vbblk_indirect) || vbblk_direct_rings(vdev))
 		__virtio_clear_bit(vdev, VIRTIO_RING_F_INDIRECT_DESC);
 	return 0;
 }

@@ -32,8 +32,9 @@ expect_works() {
 	log "insmod '$*': $d, mode=$(cat /sys/module/vbblk/parameters/mode 2>/dev/null), hw queues: $q"
 	[ -d /sys/bus/virtio/drivers/vbblk ] || fail "/sys/bus/virtio/drivers/vbblk missing"
 	case "$* $q" in *num_queues=1\ *[0-9]) expect_eq "hw queues with num_queues=1" "$q" 1 ;; esac
-	# the ring's indirect descriptors (feature bit 28): indirect=0 turns them off
-	ind=1; case " $* " in *\ indirect=0\ *) ind=0 ;; esac
+	# the ring's indirect descriptors (feature bit 28): indirect=0 and
+	# rings=direct turn them off (rings=auto keeps them: the disk is paired)
+	ind=1; case " $* " in *\ indirect=0\ *|*\ rings=direct\ *) ind=0 ;; esac
 	expect_eq "indirect descriptors with '$*'" "$(cut -c29 /sys/block/$d/device/features)" $ind
 	vbtool fill /dev/$d 0 1M 5 || fail "write failed with '$*'"
 	vbtool check /dev/$d 0 1M 5 || fail "read-back failed with '$*'"
@@ -48,7 +49,8 @@ for p in mode=foo mode= num_queues=0 num_queues=100000 num_queues=257 num_queues
 done
 
 for p in batch_max_bios=0 batch_max_bios=257 batch_max_kb=0 batch_max_kb=4097 batch=maybe \
-	 poll_queues=65 poll_queues=-1 poll_queues=abc indirect=maybe indirect=2; do
+	 poll_queues=65 poll_queues=-1 poll_queues=abc indirect=maybe indirect=2 rings=foo \
+	 rings= rings=pair; do
 	expect_rejected $p
 done
 
@@ -67,4 +69,11 @@ expect_works mode=request poll_queues=64
 # without indirect descriptors every descriptor sits in the ring: I/O still works
 expect_works mode=bio indirect=0
 expect_works mode=request indirect=0 queue_depth=16
+# each ring policy, and what the probe says it chose
+for r in pairs single direct; do
+	expect_works mode=bio rings=$r
+	dmesg | grep "vbblk.*: bio mode, " | tail -n 1 | grep -q "($(case $r in
+		pairs) echo 'pairs: two virtqueues per queue' ;; single) echo 'indirect tables: rings=single' ;;
+		direct) echo 'direct rings: rings=direct' ;; esac))" || fail "rings=$r: the probe said otherwise"
+done
 log "bad_params ok"

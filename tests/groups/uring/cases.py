@@ -191,6 +191,11 @@ def exer_shape(seed):
         params.append('queue_depth=%d' % r.choice((2, 16, 64)))
     if r.random() < 0.2:
         params.append('batch=0')
+    # the ring policy: its own draw, so the draws above stay as they were
+    rings = random.Random('rings-%d' % seed).choice(('auto', 'auto', 'pairs', 'single',
+                                                     'direct'))
+    if rings != 'auto':
+        params.append('rings=' + rings)
     events = ['cache', 'fork', 'close']
     # a boot has suspends or host resizes, not both: 9p (the host's
     # requests) cannot be frozen. Its own draw, so the others stay put.
