@@ -19,7 +19,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 LABEL = {'stock': 'stock virtio_blk', 'request': 'vbblk request', 'bio-nobatch':
          'vbblk bio batch=0', 'bio': 'vbblk bio', 'nullb-bio': 'null_blk bio',
          'nullb-mq': 'null_blk mq', 'bio-base': 'vbblk bio (BASE)',
-         'request-base': 'vbblk request (BASE)', 'bio-direct': 'vbblk bio indirect=0'}
+         'request-base': 'vbblk request (BASE)', 'bio-direct': 'vbblk bio indirect=0',
+         'bio-pairs': 'vbblk bio rings=pairs', 'bio-single': 'vbblk bio rings=single',
+         'request-pairs': 'vbblk request rings=pairs',
+         'request-single': 'vbblk request rings=single'}
 
 
 def bars(path, title, ylabel, workloads, configs, value, err=None, hline=None):

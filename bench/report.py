@@ -23,7 +23,10 @@ import targets as declared  # noqa: E402
 CFG_LABEL = {'stock': 'stock virtio_blk', 'request': 'vbblk request', 'bio-nobatch':
              'vbblk bio, batch=0', 'bio': 'vbblk bio', 'nullb-bio': 'null_blk bio',
              'nullb-mq': 'null_blk mq', 'bio-base': 'vbblk bio (BASE)',
-             'request-base': 'vbblk request (BASE)', 'bio-direct': 'vbblk bio, indirect=0'}
+             'request-base': 'vbblk request (BASE)', 'bio-direct': 'vbblk bio, indirect=0',
+             'bio-pairs': 'vbblk bio, rings=pairs', 'bio-single': 'vbblk bio, rings=single',
+             'request-pairs': 'vbblk request, rings=pairs',
+             'request-single': 'vbblk request, rings=single'}
 
 def fio_side(path):
     """Totals over read+write of one fio JSON (numjobs are group-reported)."""
@@ -182,6 +185,14 @@ def summarize_backend(meta, bdir):
                                     if virtio and ratio_sum(rounds, 'notifies', 'requests')
                                     is not None else None),
                 'irqs_per_io': ratio_sum(rounds, 'irqs', 'nwin_ios') if virtio else None,
+                # a load that moves between CPUs: IPIs (remote wakeups and
+                # completions) per I/O and its migrations per 1000 I/Os
+                'ipis_per_io': (ratio_sum(rounds, 'ipis', 'nwin_ios')
+                                if all('ipis' in c for c in rounds) else None),
+                'migrations_per_kio': (1000 * ratio_sum(rounds, 'migrations', 'nwin_ios')
+                                       if all('migrations' in c for c in rounds)
+                                       and ratio_sum(rounds, 'migrations', 'nwin_ios')
+                                       is not None else None),
                 # bio mode: plug callbacks allocated per bio (blk_check_plugged)
                 'plug_cbs_per_bio': ratio_sum(rounds, 'plug_cbs', 'bios'),
                 # vhost-user: times the daemon dropped the connection in the window
@@ -447,12 +458,27 @@ def before_after(meta, summary, profs):
     return L
 
 
+def shape_text(meta):
+    """The device's shape and where the load ran, as every table must say.
+    Runs before SHAPE and PIN existed had the paired disk and a pinned load."""
+    n, cpus = meta['queues'], meta['guest_cpus']
+    if n == cpus:
+        shape = "QEMU's default: one virtqueue per vCPU"
+    elif n == 2 * (cpus + 1):
+        shape = 'paired: two virtqueues per vCPU and two for a poll queue'
+    else:
+        shape = '%d virtqueues (QUEUES)' % n
+    return ('disk %s, %d entries each; load %s'
+            % (shape, meta.get('queue_size', 256),
+               'pinned to CPU 0' if meta.get('pin', True) else 'unpinned'))
+
+
 def report(meta, summaries, profiles):
     L = ['# vbblk benchmark', '',
-         '%s; guest kernel %s; %s; %s; %d vCPUs; %d rounds interleaved; %ds timed runs; '
+         '%s; guest kernel %s; %s; %s; %d vCPUs; %s; %d rounds interleaved; %ds timed runs; '
          'instructions counted over %d ms of steady state inside each timed run.'
          % (meta['date'], meta['kernel'], meta['qemu'], meta['accel'].upper(), meta['guest_cpus'],
-            meta['rounds'], meta['runtime'], meta['kwin_ms']), '',
+            shape_text(meta), meta['rounds'], meta['runtime'], meta['kwin_ms']), '',
          'Ratios are to stock virtio_blk in the same boot; **bold** means better than stock. '
          'Kernel instructions per I/O (the `kinsn` TCG plugin) are exact and repeatable; '
          'IOPS under TCG are noisy (+-10-25 %) and measured with the plugin loaded. '
@@ -510,19 +536,21 @@ def report(meta, summaries, profiles):
         for wl, cells in summary.items():
             L += ['**%s**' % wl, '',
                   '| driver | MiB/s | p50 us | p99 us | dev requests/IO | flushes/IO | notifies/IO '
-                  '| irqs/IO | plug cbs/bio | user insns/IO | switches/IO |',
-                  '|---|---|---|---|---|---|---|---|---|---|---|']
+                  '| irqs/IO | plug cbs/bio | user insns/IO | switches/IO | IPIs/IO '
+                  '| migrations/kIO |',
+                  '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
             for c in cfgs:
                 x = cells[c]
                 if x is None:
                     L.append('| %s | n/a |' % CFG_LABEL[c])
                     continue
-                L.append('| %s | %.1f | %.0f | %.0f | %s | %s | %s | %s | %s | %s | %s |'
+                L.append('| %s | %.1f | %.0f | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s |'
                          % (CFG_LABEL[c], x['bw_kib'] / 1024, x['p50_us'], x['p99_us'],
                             fmt_f(x['requests_per_io']), fmt_f(x['flushes_per_io']),
                             fmt_f(x['notifies_per_io']), fmt_f(x['irqs_per_io']),
                             fmt_f(x['plug_cbs_per_bio']), fmt_k(x['uinsn']),
-                            fmt_f(x['ctx_per_io'])))
+                            fmt_f(x['ctx_per_io']), fmt_f(x.get('ipis_per_io')),
+                            fmt_f(x.get('migrations_per_kio'))))
             L.append('')
         L += before_after(meta, summary, profiles.get(backend) or {})
         L += targets_section(meta, summary, profiles.get(backend))

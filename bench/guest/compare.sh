@@ -4,7 +4,12 @@
 # runs first or after the same neighbour. Writes fio JSON and counters to
 # /host/results/. Settings come from /host/config.sh (written by
 # bench/compare): ROUNDS, RUNTIME, CONFIGS, WORKLOADS, KINSN, PROFILE,
-# SETTLE_MS, KWIN_MS, NWIN_MS, NUMJOBS, SCHED.
+# SETTLE_MS, KWIN_MS, NWIN_MS, NUMJOBS, SCHED, PIN.
+#
+# The load runs unpinned unless PIN=1 (the jobs' cpus_allowed, vbuio -C):
+# users do not pin, and a load that moves between CPUs costs each driver
+# remote wakeups and completions, which the NWIN_MS window counts as IPIs
+# (/proc/interrupts RES and CAL) and the load's migrations.
 #
 # One timed fio run per round, config and workload. While it runs:
 #   1. (KINSN=1) `vbmark window` waits for I/O to flow, then brackets KWIN_MS
@@ -32,6 +37,8 @@ load_cfg() { # load_cfg CONFIG [driver params]
 	bio-nobatch) insmod "$VBBLK_KO" mode=bio batch=0 "$@" ;;
 	bio) insmod "$VBBLK_KO" mode=bio batch=1 "$@" ;;
 	bio-direct) insmod "$VBBLK_KO" mode=bio batch=1 indirect=0 "$@" ;;
+	bio-pairs|bio-single) insmod "$VBBLK_KO" mode=bio batch=1 rings=${_c#bio-} "$@" ;;
+	request-pairs|request-single) insmod "$VBBLK_KO" mode=request rings=${_c#request-} "$@" ;;
 	# the module of bench/compare's BASE commit, for before/after runs
 	bio-base) insmod "${VBBLK_KO%/*}/vbblk-base.ko" mode=bio batch=1 "$@" ;;
 	request-base) insmod "${VBBLK_KO%/*}/vbblk-base.ko" mode=request "$@" ;;
@@ -88,14 +95,41 @@ plugcbs() {
 	if [ -r $_s/plug_callbacks ]; then echo "$(cat $_s/bios) $(cat $_s/plug_callbacks)"
 	else echo "0 0"; fi
 }
-# the job file of workload $1; with NUMJOBS > 1, NUMJOBS jobs, one per CPU
+# the job file of workload $1: unpinned unless PIN=1; with NUMJOBS > 1,
+# NUMJOBS jobs (PIN=1: one per CPU)
 jobfile() {
-	[ "${NUMJOBS:-1}" -gt 1 ] || { echo $jobs/$1.fio; return; }
+	[ "${NUMJOBS:-1}" -gt 1 ] || [ "$PIN" != 1 ] || { echo $jobs/$1.fio; return; }
 	_j=/tmp/$1-x$NUMJOBS.fio
 	grep -v -e '^cpus_allowed' -e '^numjobs' -e '^group_reporting' $jobs/$1.fio > $_j
-	printf 'numjobs=%s\ngroup_reporting=1\ncpus_allowed_policy=split\ncpus_allowed=0-%s\n' \
-		"$NUMJOBS" $((NUMJOBS - 1)) >> $_j
+	[ "${NUMJOBS:-1}" -gt 1 ] && printf 'numjobs=%s\ngroup_reporting=1\n' "$NUMJOBS" >> $_j
+	[ "${NUMJOBS:-1}" -gt 1 ] && [ "$PIN" = 1 ] &&
+		printf 'cpus_allowed_policy=split\ncpus_allowed=0-%s\n' $((NUMJOBS - 1)) >> $_j
 	echo $_j
+}
+# vbuio's options of workload $1, without its CPU (-C) unless PIN=1
+vbuio_args() {
+	_a=$(grep -v '^#' $jobs/$1.vbuio)
+	[ "$PIN" = 1 ] && { echo "$_a"; return; }
+	echo "$_a" | sed 's/ *-C [0-9]*//'
+}
+# IPIs so far, every CPU: rescheduling (a remote wakeup) and function call
+# (a remote completion) interrupts
+ipis() { awk '/^ *(RES|CAL):/ { for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+$/) n += $i }
+	END { print n + 0 }' /proc/interrupts; }
+# migrations so far of each of the load's threads (fio's, vbuio's): "tid:n ..."
+migrations() {
+	# a thread may end meanwhile: its file is gone, and that is no error
+	for _f in $(for _p in $(pidof fio vbuio); do echo /proc/$_p/task/*/sched; done); do
+		_t=${_f%/sched}
+		awk -v t="${_t##*/}" '/^se.nr_migrations/ { printf "%s:%s ", t, $3 }' $_f 2>/dev/null ||
+			true
+	done
+}
+# migrations between two migrations() of the threads that lived through both
+migrated() {
+	echo "$1 / $2" | awk '{ for (i = 1; i <= NF; i++) { if ($i == "/") { b = 1; continue }
+		split($i, x, ":"); if (!b) m0[x[1]] = x[2]; else if (x[1] in m0) n += x[2] - m0[x[1]] }
+		print n + 0 }'
 }
 ms_sleep() { sleep "$(awk -v m="$1" 'BEGIN { printf "%.3f", m / 1000 }')"; }
 
@@ -166,7 +200,7 @@ while [ $r -le "$ROUNDS" ]; do
 			unset VBMARK_COUNTER
 			if [ -f $jobs/$wl.vbuio ]; then
 				[ "${NUMJOBS:-1}" = 1 ] || fail "$wl: vbuio workloads run one job"
-				_a=$(grep -v '^#' $jobs/$wl.vbuio)
+				_a=$(vbuio_args $wl)
 				_t=/dev/$d
 				if [ -c /dev/vbblk/$d ]; then
 					_t=/dev/vbblk/$d
@@ -186,7 +220,9 @@ while [ $r -le "$ROUNDS" ]; do
 				> $out.window || { stuck; fail "vbmark window under $cfg $wl"; }
 			[ "$KINSN" = 1 ] && echo "/host/results/r$r-$cfg-$wl" >> $R/marks.list
 			notifies start > /dev/null; i0=$(disk_irqs $d); p0=$(iokib)
+			x0=$(ipis); m0=$(migrations)
 			ms_sleep "$NWIN_MS"
+			x1=$(ipis); m1=$(migrations)
 			i1=$(disk_irqs $d); p1=$(iokib); nw=$(notifies stop)
 			wait $fpid || { cat $out.err; fail "fio $wl under $cfg"; }
 			# module symbols for the profile (modules move between loads)
@@ -194,7 +230,7 @@ while [ $r -le "$ROUNDS" ]; do
 			hl=$(hostcmd cell stop | tr '\n' ' ')
 			set -- $(plugcbs); pb=$(($1 - b0)) pc=$(($2 - c0))
 			set -- $(devops)
-			echo "dev_ops=$(($1 - o0)) flushes=$(($2 - f0)) irqs=$((i1 - i0)) $nw nwin_kib=$((p1 - p0)) bios=$pb plug_cbs=$pc $hl" > $out.counts
+			echo "dev_ops=$(($1 - o0)) flushes=$(($2 - f0)) irqs=$((i1 - i0)) $nw nwin_kib=$((p1 - p0)) bios=$pb plug_cbs=$pc ipis=$((x1 - x0)) migrations=$(migrated "$m0" "$m1") $hl" > $out.counts
 			log "round $r $cfg $wl: $(cat $out.counts)"
 		done
 		cfg_unload
