@@ -12,8 +12,8 @@
 #   make version          print the version (modinfo, DKMS)
 #   make check-style      sparse (C=2) + W=1 + checkpatch.pl, the builds in a
 #                         temporary copy of the source; fails on findings
-#   make targets-docs     rewrite the targets tables of README.md and
-#                         docs/bench.md from bench/targets.py
+#   make targets-docs     rewrite the targets table of docs/bench.md from
+#                         bench/targets.py
 #   make install          vbblk.ko into /lib/modules/<kernel>/updates, then
 #                         depmod; the passthrough uapi header into
 #                         INCLUDEDIR/linux/vbblk.h
@@ -260,4 +260,4 @@ help:
 	@awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' $(THIS_MAKEFILE)
 
 targets-docs:
-	bench/targets.py --write README.md docs/bench.md
+	bench/targets.py --write docs/bench.md

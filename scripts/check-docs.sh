@@ -3,9 +3,9 @@
 # and every relative link in README.md, docs/*.md and examples/*.md, [text](path) or
 # [text](path#anchor) or [text](#anchor), names a file that exists and an
 # anchor that one of the target's headings makes (GitHub's slugs). Links in
-# code are not links. The targets tables of README.md and docs/bench.md are
-# what bench/targets.py prints from its declaration (`make targets-docs`
-# rewrites them). Run by scripts/check-style.sh; runs alone too.
+# code are not links. The targets table of docs/bench.md is what
+# bench/targets.py prints from its declaration (`make targets-docs`
+# rewrites it); README.md's results come from bench/readme.py. Run by scripts/check-style.sh; runs alone too.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -101,8 +101,8 @@ if bad:
 print('check-docs: README.md %d lines (at most %d), links in %d files resolve'
       % (n, readme_max, len(sys.argv) - 1))
 EOF
-if python3 bench/targets.py --check README.md docs/bench.md | sed 's/^targets:/check-docs:/'; then
-	echo 'check-docs: the targets tables in README.md and docs/bench.md match bench/targets.py'
+if python3 bench/targets.py --check docs/bench.md | sed 's/^targets:/check-docs:/'; then
+	echo 'check-docs: the targets table in docs/bench.md matches bench/targets.py'
 else
 	fail=1
 fi
