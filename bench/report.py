@@ -532,7 +532,15 @@ def report(meta, summaries, profiles):
                   'ranges apart; time goes where instructions do not show: %s.'
                   % ', '.join('%s %s (instructions %.2fx, IOPS %.2fx)' % (CFG_LABEL[c], wl, rk, ri)
                               for wl, c, rk, ri in inv)]
-        L += ['', '### Per workload', '']
+        L += ['', '### Per workload', '',
+              'What a load that moves between CPUs costs: *IPIs/IO* counts the rescheduling '
+              'and function-call interrupts of every CPU (remote wakeups, remote completions) '
+              'per I/O over the notify window, *migrations/kIO* the load\'s own moves between '
+              'CPUs per 1000 I/Os (load %s). Each driver completes on the CPU its queue\'s '
+              'interrupt is affine to, the submitter\'s while queues are per CPU; a driver '
+              'with more IPIs per I/O than stock wakes the load remotely more often '
+              '(docs/bench.md, "The disk and the load").'
+              % ('pinned to CPU 0' if meta.get('pin', True) else 'unpinned'), '']
         for wl, cells in summary.items():
             L += ['**%s**' % wl, '',
                   '| driver | MiB/s | p50 us | p99 us | dev requests/IO | flushes/IO | notifies/IO '
