@@ -468,8 +468,10 @@ def shape_text(meta):
         shape = 'paired: two virtqueues per vCPU and two for a poll queue'
     else:
         shape = '%d virtqueues (QUEUES)' % n
-    return ('disk %s, %d entries each; load %s'
+    lat = meta.get('latency_us')
+    return ('disk %s, %d entries each%s; load %s'
             % (shape, meta.get('queue_size', 256),
+               ', null-co requests taking %d us' % lat if lat else '',
                'pinned to CPU 0' if meta.get('pin', True) else 'unpinned'))
 
 
