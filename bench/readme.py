@@ -99,6 +99,8 @@ def headline(runs):
               '| workload | ' + ' | '.join(HEADLINE_LABEL[c] for c in cfgs) + ' |',
               '|---|' + '---|' * len(cfgs)]
         for wl in meta['workloads']:
+            if wl.endswith(report.PINNED):
+                continue
             label = wl + (' (polled)' if 'hipri' in wl else '')
             L.append('| %s | %s |' % (label, ' | '.join(cell(summ[wl].get(c), c == 'stock')
                                                         for c in cfgs)))
@@ -123,6 +125,8 @@ def shapes(runs):
                                       for k, sh in cols) + ' |',
          '|---|' + '---|' * len(cols)]
     for wl in first['workloads']:
+        if wl.endswith(report.PINNED):
+            continue
         L.append('| %s | %s |' % (wl, ' | '.join(ratios(runs[c][1].get(wl, {}).get('bio'))
                                                  for c in cols)))
     return L

@@ -66,9 +66,14 @@ def kallsyms(lines):
     return syms
 
 
+# PIN=both: a workload's pinned twin (bench/compare)
+PINNED = '@cpu0'
+
+
 def job_bs_kib(wl):
     """Block size of a bench/jobs file, in KiB."""
     jobs = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'jobs')
+    wl = wl[:-len(PINNED)] if wl.endswith(PINNED) else wl
     if os.path.exists(os.path.join(jobs, wl + '.vbuio')):
         words = [w for line in open(os.path.join(jobs, wl + '.vbuio'))
                  if not line.startswith('#') for w in line.split()]
@@ -409,6 +414,32 @@ def overlap(a, b, key):
             and b[key + '_min'] <= a[key + '_max'])
 
 
+def moving_load(meta, summary):
+    """PIN=both: each workload unpinned and pinned to CPU 0 in one boot;
+    what the moving load costs each driver, in instructions per I/O."""
+    twins = [w for w in meta['workloads'] if w + PINNED in summary]
+    if not twins:
+        return []
+    cfgs = meta['configs']
+    L = ['### What a load that moves between CPUs costs', '',
+         'Each workload unpinned (as users run it) and pinned to CPU 0, in the same boot: '
+         'kernel instructions per I/O unpinned - pinned (IPIs per I/O unpinned / pinned). '
+         'Positive: the moving load costs that driver more.', '',
+         '| workload | ' + ' | '.join(CFG_LABEL[c] for c in cfgs) + ' |',
+         '|---|' + '---|' * len(cfgs)]
+    for wl in twins:
+        row = []
+        for c in cfgs:
+            u, p = summary[wl].get(c), summary[wl + PINNED].get(c)
+            if not u or not p or u['kinsn'] is None or p['kinsn'] is None:
+                row.append('-')
+                continue
+            row.append('%+.0f (%s / %s)' % (u['kinsn'] - p['kinsn'], fmt_f(u.get('ipis_per_io')),
+                                            fmt_f(p.get('ipis_per_io'))))
+        L.append('| %s | %s |' % (wl, ' | '.join(row)))
+    return L + ['']
+
+
 def before_after(meta, summary, profs):
     """The working tree against bench/compare's BASE commit, same boot:
     each config X beside X-base, per workload; with PROFILE=1 the stages
@@ -562,6 +593,7 @@ def report(meta, summaries, profiles):
                             fmt_f(x['ctx_per_io']), fmt_f(x.get('ipis_per_io')),
                             fmt_f(x.get('migrations_per_kio'))))
             L.append('')
+        L += moving_load(meta, summary)
         L += before_after(meta, summary, profiles.get(backend) or {})
         L += targets_section(meta, summary, profiles.get(backend))
         for png in ('kinsn', 'iops_ratio', 'requests'):

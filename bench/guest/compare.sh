@@ -95,21 +95,26 @@ plugcbs() {
 	if [ -r $_s/plug_callbacks ]; then echo "$(cat $_s/bios) $(cat $_s/plug_callbacks)"
 	else echo "0 0"; fi
 }
-# the job file of workload $1: unpinned unless PIN=1; with NUMJOBS > 1,
-# NUMJOBS jobs (PIN=1: one per CPU)
+# workload $1's job (bench/jobs), without PIN=both's @cpu0
+job() { echo "${1%@cpu0}"; }
+# whether workload $1 runs pinned: PIN=1, or PIN=both's @cpu0 twin
+pinned() { [ "$PIN" = 1 ] || [ "$1" != "$(job $1)" ]; }
+# the job file of workload $1: unpinned unless pinned(); with NUMJOBS > 1,
+# NUMJOBS jobs (pinned: one per CPU)
 jobfile() {
-	[ "${NUMJOBS:-1}" -gt 1 ] || [ "$PIN" != 1 ] || { echo $jobs/$1.fio; return; }
+	_w=$(job $1)
+	[ "${NUMJOBS:-1}" -gt 1 ] || ! pinned $1 || { echo $jobs/$_w.fio; return; }
 	_j=/tmp/$1-x$NUMJOBS.fio
-	grep -v -e '^cpus_allowed' -e '^numjobs' -e '^group_reporting' $jobs/$1.fio > $_j
+	grep -v -e '^cpus_allowed' -e '^numjobs' -e '^group_reporting' $jobs/$_w.fio > $_j
 	[ "${NUMJOBS:-1}" -gt 1 ] && printf 'numjobs=%s\ngroup_reporting=1\n' "$NUMJOBS" >> $_j
-	[ "${NUMJOBS:-1}" -gt 1 ] && [ "$PIN" = 1 ] &&
+	[ "${NUMJOBS:-1}" -gt 1 ] && pinned $1 &&
 		printf 'cpus_allowed_policy=split\ncpus_allowed=0-%s\n' $((NUMJOBS - 1)) >> $_j
 	echo $_j
 }
-# vbuio's options of workload $1, without its CPU (-C) unless PIN=1
+# vbuio's options of workload $1, without its CPU (-C) unless pinned()
 vbuio_args() {
-	_a=$(grep -v '^#' $jobs/$1.vbuio)
-	[ "$PIN" = 1 ] && { echo "$_a"; return; }
+	_a=$(grep -v '^#' $jobs/$(job $1).vbuio)
+	pinned $1 && { echo "$_a"; return; }
 	echo "$_a" | sed 's/ *-C [0-9]*//'
 }
 # IPIs so far, every CPU: rescheduling (a remote wakeup) and function call
@@ -198,7 +203,7 @@ while [ $r -le "$ROUNDS" ]; do
 			set -- $(devops); o0=$1 f0=$2
 			set -- $(plugcbs); b0=$1 c0=$2
 			unset VBMARK_COUNTER
-			if [ -f $jobs/$wl.vbuio ]; then
+			if [ -f $jobs/$(job $wl).vbuio ]; then
 				[ "${NUMJOBS:-1}" = 1 ] || fail "$wl: vbuio workloads run one job"
 				_a=$(vbuio_args $wl)
 				_t=/dev/$d
