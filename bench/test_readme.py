@@ -95,8 +95,8 @@ class Readme(unittest.TestCase):
     def test_misses_listed(self):
         self.main('--update', self.path, *self.dirs)
         text = open(self.path).read()
-        self.assertIn('6.1: 1 of 2 met; missed: `qd1-iops`', text)
-        self.assertIn('| QD1 IOPS >= 1.15x | 6.1 | 1.100 | MISSED |', text)
+        self.assertIn('**6.1**: 1 of 2 met; missed: `qd1-iops` 1.100', text)
+        self.assertIn('| 4k random read QD32: <= 0.62x stock | 0.620 met |', text)
 
     def test_one_run_per_shape(self):
         d = run(self.tmp.name + '/again', '6.1.0-57-amd64', 2, 6000)
