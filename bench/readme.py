@@ -34,12 +34,7 @@ END = '<!-- /readme -->'
 
 
 def shape(meta):
-    n, cpus = meta['queues'], meta['guest_cpus']
-    if n == cpus:
-        return 'default'
-    if n == 2 * (cpus + 1):
-        return 'paired'
-    return '%dq' % n
+    return report.disk_shape(meta) or '%dq' % meta['queues']
 
 
 def load(dirs):

@@ -489,21 +489,26 @@ def before_after(meta, summary, profs):
     return L
 
 
+def disk_shape(meta):
+    """'default' (QEMU's: one virtqueue per vCPU), 'paired' (two per vCPU
+    and two for a poll queue), or None (QUEUES set another count)."""
+    n, cpus = meta['queues'], meta['guest_cpus']
+    return 'default' if n == cpus else 'paired' if n == 2 * (cpus + 1) else None
+
+
 def shape_text(meta):
     """The device's shape and where the load ran, as every table must say.
     Runs before SHAPE and PIN existed had the paired disk and a pinned load."""
-    n, cpus = meta['queues'], meta['guest_cpus']
-    if n == cpus:
-        shape = "QEMU's default: one virtqueue per vCPU"
-    elif n == 2 * (cpus + 1):
-        shape = 'paired: two virtqueues per vCPU and two for a poll queue'
-    else:
-        shape = '%d virtqueues (QUEUES)' % n
+    shape = {'default': "QEMU's default: one virtqueue per vCPU",
+             'paired': 'paired: two virtqueues per vCPU and two for a poll queue'}.get(
+                 disk_shape(meta), '%d virtqueues (QUEUES)' % meta['queues'])
     lat = meta.get('latency_us')
     return ('disk %s, %d entries each%s; load %s'
             % (shape, meta.get('queue_size', 256),
                ', null-co requests taking %d us' % lat if lat else '',
-               'pinned to CPU 0' if meta.get('pin', True) else 'unpinned'))
+               'pinned to CPU 0' if meta.get('pin', True) else
+               'unpinned, and pinned to CPU 0 as WORKLOAD@cpu0' if meta.get('pin_both')
+               else 'unpinned'))
 
 
 def report(meta, summaries, profiles):
