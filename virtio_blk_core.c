@@ -48,31 +48,6 @@ static const char * const vbblk_mode_names[] = {
 	[VBBLK_MODE_REQUEST]	= "request",
 };
 
-static int vbblk_mode_set(const char *val, const struct kernel_param *kp)
-{
-	int i = sysfs_match_string(vbblk_mode_names, val);
-
-	if (i < 0) {
-		pr_err("mode=%s is not valid: use mode=bio or mode=request\n",
-		       val);
-		return -EINVAL;
-	}
-	vbblk_mode = i;
-	return 0;
-}
-
-static int vbblk_mode_get(char *buf, const struct kernel_param *kp)
-{
-	return sysfs_emit(buf, "%s\n", vbblk_mode_names[vbblk_mode]);
-}
-
-static const struct kernel_param_ops vbblk_mode_ops = {
-	.set = vbblk_mode_set,
-	.get = vbblk_mode_get,
-};
-module_param_cb(mode, &vbblk_mode_ops, NULL, 0444);
-MODULE_PARM_DESC(mode, "I/O path: bio (submit_bio, batching) or request (blk-mq) (default: bio)");
-
 static const char * const vbblk_rings_names[] = {
 	[VBBLK_RINGS_AUTO]	= "auto",
 	[VBBLK_RINGS_PAIRS]	= "pairs",
@@ -80,30 +55,50 @@ static const char * const vbblk_rings_names[] = {
 	[VBBLK_RINGS_DIRECT]	= "direct",
 };
 
-static int vbblk_rings_set(const char *val, const struct kernel_param *kp)
+/*
+ * A parameter that names one of @names: its index, or -EINVAL and a dmesg
+ * line that says what to use (@hint).
+ */
+static int vbblk_name_set(const char *val, const struct kernel_param *kp,
+			  const char * const *names, size_t n, const char *hint)
 {
-	int i = sysfs_match_string(vbblk_rings_names, val);
+	int i = __sysfs_match_string(names, n, val);
 
 	if (i < 0) {
-		pr_err("rings=%s is not valid: use rings=auto, pairs, single or direct\n",
-		       val);
+		pr_err("%s=%s is not valid: use %s\n", kp->name, val, hint);
 		return -EINVAL;
 	}
-	vbblk_rings = i;
-	return 0;
+	return i;
 }
 
-static int vbblk_rings_get(char *buf, const struct kernel_param *kp)
-{
-	return sysfs_emit(buf, "%s\n", vbblk_rings_names[vbblk_rings]);
-}
+#define VBBLK_NAME_PARAM(name, var, names, hint, desc)			\
+	static int vbblk_##name##_set(const char *val,			\
+				      const struct kernel_param *kp)	\
+	{								\
+		int i = vbblk_name_set(val, kp, names,			\
+				       ARRAY_SIZE(names), hint);	\
+									\
+		if (i < 0)						\
+			return i;					\
+		var = i;						\
+		return 0;						\
+	}								\
+	static int vbblk_##name##_get(char *buf,			\
+				      const struct kernel_param *kp)	\
+	{								\
+		return sysfs_emit(buf, "%s\n", names[var]);		\
+	}								\
+	static const struct kernel_param_ops vbblk_##name##_ops = {	\
+		.set = vbblk_##name##_set,				\
+		.get = vbblk_##name##_get,				\
+	};								\
+	module_param_cb(name, &vbblk_##name##_ops, NULL, 0444);	\
+	MODULE_PARM_DESC(name, desc)
 
-static const struct kernel_param_ops vbblk_rings_ops = {
-	.set = vbblk_rings_set,
-	.get = vbblk_rings_get,
-};
-module_param_cb(rings, &vbblk_rings_ops, NULL, 0444);
-MODULE_PARM_DESC(rings,
+VBBLK_NAME_PARAM(mode, vbblk_mode, vbblk_mode_names, "mode=bio or mode=request",
+		 "I/O path: bio (submit_bio, batching) or request (blk-mq) (default: bio)");
+VBBLK_NAME_PARAM(rings, vbblk_rings, vbblk_rings_names,
+		 "rings=auto, pairs, single or direct",
 		 "How queues use the device's virtqueues: pairs (a direct ring for small commands beside an indirect one for large; over fewer queues if the device has fewer than two per queue), single (one ring per queue, an indirect table allocated per command), direct (one ring per queue, indirect descriptors off), auto (pairs where the device has two virtqueues per queue, else direct; dmesg says which and why) (default: auto)");
 
 /*
